@@ -1,0 +1,1 @@
+"""Experiments: measure the kernels on the GPU, calibrate and compare with the model."""

@@ -1,0 +1,25 @@
+"""Time sim.predict for the seed's 8192^3 case: python -m experiments.bench_sim"""
+from __future__ import annotations
+
+import statistics
+import time
+
+import sim
+from gemm.schedule import preset
+
+
+def main(repeats: int = 10) -> None:
+    for v in ("v1", "v2", "v3", "v6"):
+        for gpu in ("h100-sxm", "h200-sxm"):
+            sim.predict(preset(v), 8192, 8192, 8192, gpu=gpu)  # warm imports
+            ts = []
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                p = sim.predict(preset(v), 8192, 8192, 8192, gpu=gpu)
+                ts.append(time.perf_counter() - t0)
+            print(f"{v} {gpu}: {1e3 * statistics.median(ts):6.1f} ms per prediction "
+                  f"(median of {repeats}, max {1e3 * max(ts):.1f}) -> {p.tflops:.0f} TFLOPS")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,219 @@
+"""Measure our kernels against cuBLAS on the GPU and write measured.csv.
+
+  python -m experiments.measure                 # the tutorial's V1/V2 search space at 8192^3
+  python -m experiments.measure --quick         # a few schedules, for a smoke run
+  python -m experiments.measure --host-overhead # warm-call host cost at 256^3 vs cupy.matmul
+
+Each row: one schedule at one shape, its median time, cuBLAS's median time on the
+same inputs measured right after it in the same process, and whether its output
+matched a float64 reference (relative Frobenius error). The file starts with a
+provenance header (GPU, clocks, driver, package versions, date).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from gemm.schedule import ScheduleError, preset
+
+from .timing import time_interleaved, tflops
+
+TILES = [(64, 128), (128, 128), (128, 256), (256, 128), (256, 256)]  # the tutorial's search space
+EXTRA_TILES = [(128, 192), (64, 256)]  # outside it, but within one warpgroup's registers
+BLOCK_KS = [16, 32, 64]
+V2_STAGES = [2, 3, 4]
+COLUMNS = ["kernel", "version", "m", "n", "k", "dtype", "block_m", "block_n", "block_k", "stages",
+           "ms", "tflops", "cublas_ms", "cublas_tflops", "ratio", "correct", "rel_err", "registers",
+           "ctas_per_sm", "b_major", "gpu", "sm_clock_mhz", "date"]
+
+
+def search_space(extra=False):
+    """(schedule, why-skipped) over the tutorial's space; skipped ones say which limit."""
+    for bm, bn in TILES + (EXTRA_TILES if extra else []):
+        for bk in BLOCK_KS:
+            for version, stage_list in (("v1", [1]), ("v2", V2_STAGES)):
+                for s in stage_list:
+                    try:
+                        yield preset(version, block_m=bm, block_n=bn, block_k=bk, stages=s), None
+                    except ScheduleError as e:
+                        yield (version, bm, bn, bk, s), str(e)
+
+
+def smi(query: str) -> str:
+    try:
+        return subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=20).stdout.strip()
+    except Exception as e:  # no nvidia-smi
+        return f"n/a ({e.__class__.__name__})"
+
+
+def provenance() -> dict:
+    import cupy
+    import numba
+    import numba_cuda
+    import numpy
+    import torch
+    return {
+        "gpu": smi("name"), "driver": smi("driver_version"), "max_sm_clock_mhz": smi("clocks.max.sm"),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "python": platform.python_version(), "numba": numba.__version__,
+        "numba_cuda": getattr(numba_cuda, "__version__", "?"), "numpy": numpy.__version__,
+        "cupy": cupy.__version__, "torch": torch.__version__,
+    }
+
+
+def measure(schedules, m, n, k, dtype, b_major, writer, meta, log):
+    import torch
+    import gemm
+    from gemm.api import _kernel
+    from .reference import random_operands
+
+    sets = []
+    for seed in range(3):  # 3 input sets of 2*8192^2*2 B each: far more than the 60 MB L2
+        a, b = random_operands(m, n, k, dtype, seed=seed)
+        if b_major == "k":     # the seed's layout: B stored [N, K], passed as a transposed view
+            b = b.t().contiguous().t()
+        sets.append((a, b))
+    ref = sets[0][0].double() @ sets[0][1].double()
+    out = torch.empty((m, n), dtype=getattr(torch, dtype), device="cuda")
+    rows = []
+    for sched in schedules:
+        t0 = time.time()
+        out.fill_(float("nan"))
+        gemm.matmul(*sets[0], schedule=sched, out=out)
+        torch.cuda.synchronize()
+        err = float(torch.linalg.norm(out.double() - ref) / torch.linalg.norm(ref))
+        if not torch.isfinite(out).all():
+            err = float("inf")
+        times = time_interleaved({"ours": lambda a, b: gemm.matmul(a, b, schedule=sched, out=out),
+                                  "cublas": lambda a, b: torch.matmul(a, b, out=out)}, sets)
+        ms, cublas_ms = times["ours"], times["cublas"]
+        loaded = _kernel(sched, dtype, "k", b_major)
+        from gemm.compile import compile_kernel
+        regs = compile_kernel(loaded.config).registers
+        clock = smi("clocks.sm")
+        row = {
+            "kernel": loaded.config.name, "version": sched.name, "m": m, "n": n, "k": k, "dtype": dtype,
+            "block_m": sched.block_m, "block_n": sched.block_n, "block_k": sched.block_k,
+            "stages": sched.stages, "ms": f"{ms:.4f}", "tflops": f"{tflops(m, n, k, ms):.1f}",
+            "cublas_ms": f"{cublas_ms:.4f}", "cublas_tflops": f"{tflops(m, n, k, cublas_ms):.1f}",
+            "ratio": f"{cublas_ms / ms:.3f}", "correct": err < (2e-3 if dtype == "float16" else 1.2e-2),
+            "rel_err": f"{err:.2e}", "registers": regs,
+            "ctas_per_sm": loaded.occupancy.max_active_blocks_per_multiprocessor(
+                sched.threads, sched.shared_bytes),
+            "b_major": b_major, "gpu": meta["gpu"], "sm_clock_mhz": clock.split()[0], "date": meta["date"],
+        }
+        writer.writerow(row)
+        rows.append(row)
+        log(f"{sched.name} {sched.block_m}x{sched.block_n}x{sched.block_k} s{sched.stages}: "
+            f"{row['tflops']} TFLOPS, cuBLAS {row['cublas_tflops']}, ratio {row['ratio']}, "
+            f"err {row['rel_err']}, {regs} regs, {row['ctas_per_sm']} CTA/SM, clock {clock} "
+            f"({time.time() - t0:.1f}s)")
+    return rows
+
+
+def host_overhead(log, calls=2000, profile=False):
+    """Host microseconds per warm call at 256^3, back to back, for us and cupy.matmul."""
+    import cupy
+    import gemm
+    a = cupy.asarray(cupy.random.standard_normal((256, 256)), dtype=cupy.float16)
+    b = cupy.asarray(cupy.random.standard_normal((256, 256)), dtype=cupy.float16)
+    out = cupy.empty((256, 256), dtype=cupy.float16)
+    results = {}
+    for name, fn in (("gemm.matmul", lambda: gemm.matmul(a, b, stages=2)),
+                     ("gemm.matmul(out=)", lambda: gemm.matmul(a, b, stages=2, out=out)),
+                     ("cupy.matmul", lambda: cupy.matmul(a, b))):
+        for _ in range(50):
+            fn()
+        cupy.cuda.Device().synchronize()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        t1 = time.perf_counter()
+        cupy.cuda.Device().synchronize()
+        results[name] = (t1 - t0) / calls * 1e6
+        log(f"host time per warm call, {name}: {results[name]:.1f} us")
+    if profile:
+        import cProfile
+        import io
+        import pstats
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(calls):
+            gemm.matmul(a, b, stages=2)
+        prof.disable()
+        text = io.StringIO()
+        pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(25)
+        log(text.getvalue())
+    return results
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--size", type=int, nargs=3, default=[8192, 8192, 8192], metavar=("M", "N", "K"))
+    p.add_argument("--dtype", default="float16", choices=["float16", "bfloat16"])
+    p.add_argument("--b-major", default="k", choices=["k", "mn"],
+                   help="k: B stored [N, K] as in the seed (A @ B.T); mn: B row-major [K, N]")
+    p.add_argument("--quick", action="store_true", help="only the seed's 128x128x64 V1 and V2")
+    p.add_argument("--extra", action="store_true", help=f"also the tiles {EXTRA_TILES}")
+    p.add_argument("--host-overhead", action="store_true", help="also time warm calls at 256^3")
+    p.add_argument("--profile", action="store_true", help="with --host-overhead: cProfile the warm call")
+    p.add_argument("--only-host", action="store_true", help="skip the GEMM sweep")
+    p.add_argument("--out", type=Path, default=Path("experiments/results/h200-sxm/measured.csv"))
+    p.add_argument("--log", type=Path, default=None, help="also write the log here")
+    args = p.parse_args(argv)
+
+    logf = open(args.log, "a") if args.log else None
+
+    def log(msg):
+        print(msg, flush=True)
+        if logf:
+            logf.write(msg + "\n")
+            logf.flush()
+
+    if args.only_host:
+        host_overhead(log, profile=args.profile)
+        return 0
+    meta = provenance()
+    if args.quick:
+        schedules = [preset("v1"), preset("v2")]
+    else:
+        schedules = []
+        for s, why in search_space(args.extra):
+            if why:
+                log(f"skip {s}: {why}")
+            else:
+                schedules.append(s)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with open(args.out, "w", newline="") as f:
+        f.write("# measured by python -m experiments.measure " + " ".join(argv or sys.argv[1:]) + "\n")
+        for key, val in meta.items():
+            f.write(f"# {key}: {val}\n")
+        f.write("# ms: median of 30 CUDA-event-timed runs over 3 rotating input sets, alternating run by run "
+                "with cuBLAS (torch.matmul) on the same inputs\n")
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        m, n, k = args.size
+        rows = measure(schedules, m, n, k, args.dtype, args.b_major, writer, meta, log)
+        if args.host_overhead:
+            for name, us in host_overhead(log, profile=args.profile).items():
+                f.write(f"# host time per warm call at 256^3, {name}: {us:.1f} us\n")
+    best = {}
+    for r in rows:
+        if r["correct"] and (r["version"] not in best or float(r["ratio"]) > float(best[r["version"]]["ratio"])):
+            best[r["version"]] = r
+    log("\nbest per version (TFLOPS, ratio to cuBLAS):")
+    for v, r in sorted(best.items()):
+        log(f"  {v}: {r['block_m']}x{r['block_n']}x{r['block_k']} s{r['stages']}  {r['tflops']} TFLOPS  "
+            f"cuBLAS {r['cublas_tflops']}  ratio {r['ratio']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+"""The timing protocol of DESIGN.md, in one place: CUDA events, warm-up, about 30
+timed runs, the median; inputs rotated among buffer sets so that L2 does not hold
+them between runs; rivals timed in the same process, interleaved in rounds so
+that a clock that sags under sustained load weighs on each of them alike."""
+from __future__ import annotations
+
+import statistics
+
+
+def time_interleaved(fns: dict, input_sets, warmup=5, iters=30) -> dict:
+    """Median milliseconds of each fn(*inputs) over `iters` runs. The fns take
+    turns run by run (A B A B ...), so a clock that sags under sustained load
+    weighs on each alike; inputs cycle through input_sets."""
+    import torch
+    for fn in fns.values():
+        for i in range(warmup):
+            fn(*input_sets[i % len(input_sets)])
+    events = {name: [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                     for _ in range(iters)] for name in fns}
+    for i in range(iters):
+        args = input_sets[i % len(input_sets)]
+        for name, fn in fns.items():
+            start, end = events[name][i]
+            start.record()
+            fn(*args)
+            end.record()
+    torch.cuda.synchronize()
+    return {name: statistics.median(s.elapsed_time(e) for s, e in ev) for name, ev in events.items()}
+
+
+def tflops(m, n, k, ms) -> float:
+    return 2.0 * m * n * k / (ms * 1e-3) / 1e12

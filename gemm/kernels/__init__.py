@@ -1,0 +1,25 @@
+"""One small module per kernel family, each reading like the tutorial page that explains it.
+
+  serial  V1: load one K tile, wait, sync, WGMMA, wait, sync.
+  ring    V2: a `stages`-deep shared-memory ring buffer with block-wide syncs.
+
+`build(config)` returns the Python kernel function for a KernelConfig; gemm.launch
+compiles it.
+"""
+from .config import KernelConfig
+
+
+def build(config: KernelConfig):
+    """The kernel function (not yet compiled) for this configuration."""
+    if config.family == "serial":
+        from .serial import build_serial_kernel
+        return build_serial_kernel(config)
+    if config.family == "ring":
+        from .ring import build_ring_kernel
+        return build_ring_kernel(config)
+    raise NotImplementedError(
+        f"no Numba kernel for the {config.family!r} family yet (kernels exist for: serial, ring); "
+        "the simulator models it: python -m sim.run --version ...")
+
+
+__all__ = ["KernelConfig", "build"]

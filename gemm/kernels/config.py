@@ -1,0 +1,95 @@
+"""What a kernel is compiled for: a Schedule plus the operands' dtype and majorness.
+
+Everything here is a compile-time constant of the kernel; the shared-memory map
+(where each stage's A and B tile and each mbarrier live) is derived once, here.
+Pure Python.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from ..schedule import Schedule
+from ..smem_layout import OperandLayout, default_swizzle
+
+DTYPES = ("float16", "bfloat16")
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    schedule: Schedule
+    dtype: str = "float16"    # A and B (and C) element type
+    a_major: str = "k"        # "k": A is row-major [M, K]; "mn": A is a transposed view (M contiguous)
+    b_major: str = "k"        # "k": B stored [N, K] (b = w.T); "mn": B row-major [K, N]
+    a_swizzle: int | None = None  # bytes; None: the widest the tile allows
+    b_swizzle: int | None = None
+
+    def __post_init__(self):
+        self.schedule.validated()
+        self.a_layout, self.b_layout  # raises if a tile does not fit its swizzle
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
+
+    # -- the schedule's numbers, as the kernels name them --
+    @property
+    def family(self): return self.schedule.family
+    @property
+    def block_m(self): return self.schedule.block_m
+    @property
+    def block_n(self): return self.schedule.block_n
+    @property
+    def block_k(self): return self.schedule.block_k
+    @property
+    def stages(self): return self.schedule.stages
+    @property
+    def threads(self): return self.schedule.threads
+    @property
+    def m_blocks(self): return self.schedule.m_tiles_per_warpgroup
+
+    @cached_property
+    def a_layout(self) -> OperandLayout:
+        swizzle = default_swizzle(self.a_major, self.block_k) if self.a_swizzle is None else self.a_swizzle
+        return OperandLayout(self.a_major, self.block_m, self.block_k, swizzle)
+
+    @cached_property
+    def b_layout(self) -> OperandLayout:
+        swizzle = default_swizzle(self.b_major, self.block_k) if self.b_swizzle is None else self.b_swizzle
+        return OperandLayout(self.b_major, self.block_n, self.block_k, swizzle)
+
+    # -- the shared-memory map: [A stages][B stages][full barriers] --
+    @property
+    def a_offset(self) -> int:
+        return 0
+
+    @property
+    def b_offset(self) -> int:
+        return self.stages * self.a_layout.tile_bytes
+
+    @property
+    def barrier_offset(self) -> int:
+        return self.b_offset + self.stages * self.b_layout.tile_bytes
+
+    @property
+    def shared_bytes(self) -> int:
+        return self.schedule.shared_bytes
+
+    @property
+    def tx_bytes(self) -> int:
+        """Bytes one K tile's TMA loads complete on its mbarrier."""
+        return self.a_layout.tile_bytes + self.b_layout.tile_bytes
+
+    @property
+    def name(self) -> str:
+        s = self.schedule
+        return (f"gemm_{s.family}_{s.block_m}x{s.block_n}x{s.block_k}_s{s.stages}_"
+                f"{self.dtype}_{self.a_major}{self.a_layout.swizzle}_{self.b_major}{self.b_layout.swizzle}")
+
+    def grid(self, m: int, n: int) -> tuple[int, int, int]:
+        return (-(-m // self.block_m), -(-n // self.block_n), 1)
+
+    def mma_offsets(self):
+        """Byte offsets of each WGMMA's A (per k16 step, per m64 block) and B (per k16 step)."""
+        a, b = self.a_layout, self.b_layout
+        steps = range(self.block_k // 16)
+        return (tuple(tuple(a.offset(k, m) for m in range(self.m_blocks)) for k in steps),
+                tuple(b.offset(k) for k in steps))

@@ -1,0 +1,58 @@
+"""V1, serial: one K tile at a time.
+
+Each iteration one thread asks TMA for the A and B tiles of this K step and waits
+on the single mbarrier until they land; a block-wide sync publishes that to all
+128 threads; the warpgroup runs the WGMMAs and waits for them; a second sync
+keeps anyone from overwriting the tile while it is still being read. Load and
+compute never overlap inside a CTA: only other CTAs on the SM fill the gaps.
+
+Kernel arguments (all scalars, so that the launch is cheap): the device
+addresses of A's and B's CUtensorMap, C's address and row stride (elements),
+M, N, K, and whether C's column pairs are 4-byte aligned.
+"""
+from numba import cuda, uint8
+
+from .. import ptx
+from .tiles import make_barrier_init, make_epilogue, make_tile_loader, make_tile_mma
+
+
+def build_serial_kernel(config):
+    BM, BN, BK = config.block_m, config.block_n, config.block_k
+    FULL = config.barrier_offset
+    init_barriers = make_barrier_init(config)
+    load_k_tile = make_tile_loader(config)
+    mma_k_tile = make_tile_mma(config)
+    epilogue = make_epilogue(config)
+    zeros = ptx.accumulator_zeros(config.m_blocks * BN // 2)
+
+    def serial_kernel(tmap_a, tmap_b, c, ldc, m, n, k, pair_ok):
+        smem = cuda.shared.array(0, uint8, alignment=1024)
+        base = (ptx.shared_base(smem) + 1023) & -1024
+        tid = cuda.threadIdx.x
+        off_m = cuda.blockIdx.x * BM
+        off_n = cuda.blockIdx.y * BN
+        if tid == 0:
+            init_barriers(base, tmap_a, tmap_b)
+        cuda.syncthreads()
+
+        acc = zeros()
+        phase = 0
+        num_iters = (k + BK - 1) // BK
+        for it in range(num_iters):
+            # load, and wait for it
+            if tid == 0:
+                load_k_tile(base, 0, it, off_m, off_n, tmap_a, tmap_b)
+                ptx.mbarrier_wait(base + FULL, phase)
+            phase ^= 1
+            cuda.syncthreads()
+            # compute, and wait for it
+            ptx.wgmma_fence()
+            acc = mma_k_tile(acc, base, 0, 1 if it > 0 else 0)
+            ptx.wgmma_commit_group()
+            ptx.wgmma_wait_group(0)
+            cuda.syncthreads()
+
+        epilogue(acc, c, ldc, m, n, off_m, off_n, pair_ok)
+
+    serial_kernel.__name__ = config.name
+    return serial_kernel

@@ -1,0 +1,26 @@
+"""The PTX this project writes itself, once, as Numba intrinsics.
+
+  mbarrier   init / arrive / arrive.expect_tx / try_wait.parity loop / init fence
+  fences     fence.proxy.async, tensormap acquire, elect.sync
+  shared     shared-window address of a shared array
+  tma        2-D tensor loads (completing on an mbarrier) and stores (bulk groups)
+  wgmma      fence / mma_async over a K tile / commit_group / wait_group
+  fragment   accumulator zeros and the bounded store of a WGMMA fragment
+Kernels and microbenchmarks import from here; no other module writes PTX.
+"""
+from .fences import elect_one, fence_proxy_async_shared, fence_tensormap_acquire
+from .fragment import accumulator_zeros, fragment_coords, store_accumulators
+from .mbarrier import (fence_mbarrier_init, mbarrier_arrive, mbarrier_arrive_expect_tx,
+                       mbarrier_init, mbarrier_wait)
+from .shared import ld_shared_u32, shared_base, st_shared_u32
+from .tma import bulk_commit_group, bulk_wait_group_read, tma_load_2d, tma_store_2d
+from .wgmma import smem_descriptor, wgmma_commit_group, wgmma_fence, wgmma_k_tile, wgmma_wait_group
+
+__all__ = [
+    "elect_one", "fence_proxy_async_shared", "fence_tensormap_acquire",
+    "accumulator_zeros", "fragment_coords", "store_accumulators",
+    "fence_mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_init",
+    "mbarrier_wait", "shared_base", "ld_shared_u32", "st_shared_u32",
+    "bulk_commit_group", "bulk_wait_group_read", "tma_load_2d", "tma_store_2d",
+    "smem_descriptor", "wgmma_commit_group", "wgmma_fence", "wgmma_k_tile", "wgmma_wait_group",
+]

@@ -1,0 +1,35 @@
+"""How a PTX string becomes a Numba intrinsic: the one place that builds InlineAsm.
+
+Every primitive in gemm/ptx is a `numba.cuda.extending.intrinsic` whose codegen
+calls `emit()`. Inline asm (rather than a linked PTX module) keeps WGMMA's
+accumulators in registers: DESIGN.md, "Why inline PTX".
+"""
+from llvmlite import ir
+
+I1 = ir.IntType(1)
+I16 = ir.IntType(16)
+I32 = ir.IntType(32)
+I64 = ir.IntType(64)
+F32 = ir.FloatType()
+VOID = ir.VoidType()
+
+
+def emit(builder, ptx, constraints, args=(), result=VOID):
+    """Place `ptx` in the kernel. `constraints` is LLVM's list ("=r,r,l,~{memory}"):
+    outputs first, then inputs; `result` the LLVM type of the outputs (a struct
+    for several). The asm is volatile (side effect) and clobbers memory, so the
+    compiler neither drops nor reorders it across other memory operations."""
+    if "~{memory}" not in constraints:
+        constraints = f"{constraints},~{{memory}}" if constraints else "~{memory}"
+    fnty = ir.FunctionType(result, [a.type for a in args])
+    asm = ir.InlineAsm(fnty, ptx, constraints, side_effect=True)
+    return builder.call(asm, list(args))
+
+
+def literal_int(t, what):
+    """The value of a compile-time integer argument, or a clear typing error."""
+    from numba.cuda import types
+    from numba.cuda.core.errors import RequireLiteralValue
+    if not isinstance(t, types.IntegerLiteral):
+        raise RequireLiteralValue(f"{what} must be a compile-time integer constant, got {t}")
+    return t.literal_value

@@ -1,0 +1,117 @@
+"""WGMMA: warpgroup matrix multiply-accumulate on the tensor cores (sm_90a).
+
+`wgmma_k_tile(...)` makes the intrinsic that multiplies one K tile held in shared
+memory: for each k16 step and each 64-row block it issues
+  wgmma.mma_async.sync.aligned.m64n{N}k16.f32.{t}.{t} {d...}, descA, descB, p, 1, 1, tA, tB;
+with the descriptors advanced by compile-time offsets. The fp32 accumulators are
+one `UniTuple(float32, m_blocks * N / 2)` (N/2 registers per m64 block and
+thread), tied in and out of the asm so that they never leave registers.
+A single instruction is the case k_steps = m_blocks = 1.
+"""
+from functools import lru_cache
+
+from llvmlite import ir
+from numba.cuda import types
+from numba.cuda.extending import intrinsic
+from numba.cuda.typing import signature
+
+from ._asm import F32, I64, emit, literal_int
+
+WGMMA_N = tuple(range(8, 257, 8))
+PTX_TYPE = {"float16": "f16", "bfloat16": "bf16"}
+
+
+@intrinsic
+def wgmma_fence(typingctx):
+    """Order register accesses to the accumulators before the next wgmma.mma_async."""
+    def codegen(context, builder, sig, args):
+        emit(builder, "wgmma.fence.sync.aligned;", "")
+    return signature(types.void), codegen
+
+
+@intrinsic
+def wgmma_commit_group(typingctx):
+    """Close the wgmma.mma_async issued so far into one group."""
+    def codegen(context, builder, sig, args):
+        emit(builder, "wgmma.commit_group.sync.aligned;", "")
+    return signature(types.void), codegen
+
+
+@intrinsic
+def wgmma_wait_group(typingctx, pending):
+    """Wait until at most `pending` WGMMA groups are in flight."""
+    n = literal_int(pending, "pending")
+
+    def codegen(context, builder, sig, args):
+        emit(builder, f"wgmma.wait_group.sync.aligned {n};", "")
+    return signature(types.void, pending), codegen
+
+
+def mma_ptx(n, dtype, regs, desc_a, desc_b, scale_d, trans_a, trans_b):
+    """The text of one wgmma.mma_async (registers and descriptors by name)."""
+    t = PTX_TYPE[dtype]
+    return (f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} "
+            f"{{{', '.join(regs)}}}, {desc_a}, {desc_b}, {scale_d}, 1, 1, {trans_a}, {trans_b};")
+
+
+def k_tile_ptx(n, dtype, trans_a, trans_b, a_offsets, b_offsets):
+    """The asm body for one K tile. a_offsets[k][m] and b_offsets[k] are byte
+    offsets from the descriptors' start addresses. Operands: $0.. the
+    accumulators (outputs, tied to the next as many inputs), then descA, descB,
+    scale_d."""
+    k_steps, m_blocks = len(a_offsets), len(a_offsets[0])
+    per_block = n // 2
+    total = m_blocks * per_block
+    da, db, sd = f"${2 * total}", f"${2 * total + 1}", f"${2 * total + 2}"
+    lines = ["{", ".reg .pred first, always;", ".reg .b64 adesc, bdesc;",
+             f"setp.ne.b32 first, {sd}, 0;", f"setp.eq.b32 always, {sd}, {sd};"]
+    for k in range(k_steps):
+        lines.append(f"add.s64 bdesc, {db}, {b_offsets[k] >> 4};")
+        for m in range(m_blocks):
+            lines.append(f"add.s64 adesc, {da}, {a_offsets[k][m] >> 4};")
+            regs = [f"${m * per_block + r}" for r in range(per_block)]
+            lines.append(mma_ptx(n, dtype, regs, "adesc", "bdesc", "first" if k == 0 else "always",
+                                 trans_a, trans_b))
+    lines.append("}")
+    return "\n".join(lines), total
+
+
+@lru_cache(maxsize=None)
+def wgmma_k_tile(n, dtype, trans_a, trans_b, a_offsets, b_offsets):
+    """An intrinsic `f(acc, desc_a, desc_b, scale_d) -> acc` that issues the
+    WGMMAs of one K tile. scale_d = 0 makes the first k16 step overwrite the
+    accumulators (no zero fill needed), 1 accumulates."""
+    if n not in WGMMA_N:
+        raise ValueError(f"WGMMA N must be a multiple of 8 in 8..256, got {n}")
+    if dtype not in PTX_TYPE:
+        raise ValueError(f"WGMMA inputs must be one of {tuple(PTX_TYPE)}, got {dtype!r}")
+    body, total = k_tile_ptx(n, dtype, trans_a, trans_b, a_offsets, b_offsets)
+    acc_type = types.UniTuple(types.float32, total)
+    constraints = ",".join(["=f"] * total + [str(i) for i in range(total)] + ["l", "l", "r"])
+
+    @intrinsic
+    def mma_k_tile(typingctx, acc, desc_a, desc_b, scale_d):
+        def codegen(context, builder, sig, args):
+            acc_in, a, b, s = args
+            regs = [builder.extract_value(acc_in, i) for i in range(total)]
+            out = emit(builder, body, constraints, regs + [a, b, s],
+                       ir.LiteralStructType([F32] * total))
+            result = context.get_constant_undef(acc_type)
+            for i in range(total):
+                result = builder.insert_value(result, builder.extract_value(out, i), i)
+            return result
+        return signature(acc_type, acc_type, types.uint64, types.uint64, types.uint32), codegen
+
+    return mma_k_tile
+
+
+@intrinsic
+def smem_descriptor(typingctx, address, layout_bits):
+    """The 64-bit shared-memory matrix descriptor: `layout_bits` (LBO, SBO and
+    swizzle, from gemm.smem_layout) with the start address in bits 0-13 (>> 4)."""
+    def codegen(context, builder, sig, args):
+        addr, bits = args
+        start = builder.and_(builder.lshr(builder.zext(addr, I64), ir.Constant(I64, 4)),
+                             ir.Constant(I64, 0x3FFF))
+        return builder.or_(bits, start)
+    return signature(types.uint64, types.uint32, types.uint64), codegen

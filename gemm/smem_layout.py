@@ -1,0 +1,123 @@
+"""Where a tile of A or B lives in shared memory, seen by TMA and by WGMMA alike.
+
+A WGMMA operand in shared memory is described by a 64-bit matrix descriptor
+(start address, leading and stride byte offsets, swizzle mode); TMA writes the
+tile there in boxes whose inner extent is one swizzle row. Both views must
+agree, so both are derived here, from one `OperandLayout`. Pure Python.
+
+Canonical layouts (CUTLASS cute/atom/mma_traits_sm90_gmma.hpp), for 16-bit
+elements, W = swizzle width in bytes (16 when there is no swizzle):
+  K-major : rows are M (or N); each box holds W bytes of K per row.
+            8-row groups are SBO = 8*W apart; with no swizzle the two 8-element
+            K halves of a k16 step are LBO = one box apart.
+  MN-major: rows are K; each box holds W bytes of M (or N) per row.
+            Swizzled: MN atoms (W/2 elements) are LBO = one box apart, 8-row K
+            groups SBO = 8*W apart. No swizzle: the two offsets trade places.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ELEMENT_BYTES = 2
+SWIZZLES = (0, 32, 64, 128)
+# cuTensorMapEncodeTiled's CUtensorMapSwizzle and the descriptor's 2-bit mode
+TENSORMAP_SWIZZLE = {0: 0, 32: 1, 64: 2, 128: 3}
+DESCRIPTOR_SWIZZLE = {0: 0, 128: 1, 64: 2, 32: 3}
+
+
+@dataclass(frozen=True)
+class OperandLayout:
+    major: str     # "k": K contiguous in global memory; "mn": M (for A) or N (for B) contiguous
+    mn: int        # tile rows in M (A) or N (B)
+    k: int         # tile extent in K
+    swizzle: int   # bytes: 0, 32, 64 or 128
+
+    def __post_init__(self):
+        if self.major not in ("k", "mn"):
+            raise ValueError(f"major must be 'k' or 'mn', got {self.major!r}")
+        if self.swizzle not in SWIZZLES:
+            raise ValueError(f"swizzle must be one of {SWIZZLES} bytes, got {self.swizzle}")
+        along = self.k if self.major == "k" else self.mn
+        if along % self.row_elems:
+            raise ValueError(f"a {self.major}-major tile extent of {along} elements is not a "
+                             f"multiple of the {self.row_elems}-element swizzle row")
+        if self.k % 16 or self.mn % 8:
+            raise ValueError(f"tile {self.mn}x{self.k}: K must be a multiple of 16 and MN of 8")
+
+    @property
+    def width(self) -> int:
+        """Bytes of one shared-memory row of a box."""
+        return self.swizzle or 16
+
+    @property
+    def row_elems(self) -> int:
+        return self.width // ELEMENT_BYTES
+
+    @property
+    def box(self) -> tuple[int, int]:
+        """TMA box (inner, outer) in elements."""
+        return (self.row_elems, self.mn if self.major == "k" else self.k)
+
+    @property
+    def boxes(self) -> int:
+        return (self.k if self.major == "k" else self.mn) // self.row_elems
+
+    @property
+    def box_bytes(self) -> int:
+        return self.width * self.box[1]
+
+    @property
+    def tile_bytes(self) -> int:
+        return self.mn * self.k * ELEMENT_BYTES
+
+    @property
+    def alignment(self) -> int:
+        """Shared-memory alignment the tile needs (the swizzle pattern repeats every 8 rows)."""
+        return max(128, 8 * self.width)
+
+    def box_origin(self, i: int) -> tuple[int, int]:
+        """Element offset (inner, outer) of box i from the tile's corner, in the
+        tensor map's own coordinates."""
+        return (i * self.row_elems, 0)
+
+    @property
+    def leading_byte_offset(self) -> int:
+        if self.major == "k":
+            return self.box_bytes if self.swizzle == 0 else 16  # unused when swizzled
+        return 8 * self.width if self.swizzle == 0 else self.box_bytes
+
+    @property
+    def stride_byte_offset(self) -> int:
+        if self.major == "k":
+            return 8 * self.width
+        return self.box_bytes if self.swizzle == 0 else 8 * self.width
+
+    @property
+    def descriptor_bits(self) -> int:
+        """The descriptor without its start address (bits 16-29 LBO, 32-45 SBO, 62-63 swizzle)."""
+        return ((self.leading_byte_offset >> 4) << 16) | ((self.stride_byte_offset >> 4) << 32) \
+            | (DESCRIPTOR_SWIZZLE[self.swizzle] << 62)
+
+    def offset(self, k_step: int, m_block: int = 0) -> int:
+        """Byte offset, from the tile start, of the operand of one WGMMA: the
+        k16 step `k_step` and the 64-row block `m_block` (A only)."""
+        if self.major == "k":
+            kbytes = k_step * 16 * ELEMENT_BYTES
+            if self.swizzle:
+                k_off = (kbytes // self.width) * self.box_bytes + kbytes % self.width
+            else:
+                k_off = (kbytes // self.width) * self.box_bytes
+            return k_off + m_block * 64 * self.width
+        return k_step * 16 * self.width + m_block * (64 // self.row_elems) * self.box_bytes
+
+    @property
+    def transpose_bit(self) -> int:
+        """WGMMA's imm-trans operand: 0 for K-major, 1 for MN-major."""
+        return 0 if self.major == "k" else 1
+
+
+def default_swizzle(major: str, k: int) -> int:
+    """The widest swizzle a tile allows: K-major rows are 2*k bytes wide."""
+    if major == "k":
+        return min(128, k * ELEMENT_BYTES)
+    return 128

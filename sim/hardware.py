@@ -1,0 +1,173 @@
+"""GPU profiles for the pipeline model: every parameter with where it comes from.
+
+Units: SM clocks ("clk") for what happens inside an SM, nanoseconds for the memory
+system (it does not run on the SM clock), bytes, TB/s = 1e12 B/s.
+
+Each value is marked
+  [datasheet]  NVIDIA datasheet / whitepaper / CUDA programming guide,
+  [measured]   read on the lent H200 (shared/device/NOTES.md),
+  [paper]      order of magnitude from published microbenchmarks (Luo et al. 2024,
+               "Benchmarking and Dissecting the Nvidia Hopper GPU Architecture";
+               Luo et al. 2025, "Dissecting the NVIDIA Hopper Architecture through
+               Microbenchmarking and Multiple Level Analysis"), not re-checked here,
+  [assumed]    no measurement yet: a best guess, listed in sim/README.md so that the
+               calibration (experiments/calibrate -> sim/profiles/<gpu>.json) replaces it.
+
+`load_profile(name)` returns the built-in profile with any keys of
+sim/profiles/<name>.json laid over it (a missing file is fine; an unknown key is an error).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PROFILES_DIR = Path(__file__).with_name("profiles")
+
+
+@dataclass(frozen=True)
+class GpuProfile:
+    name: str
+    # ---- SMs and clocks ----
+    sm_count: int
+    clock_max_ghz: float        # max boost clock
+    clock_peak_ghz: float       # the clock the datasheet's dense peak is quoted at
+    clock_ghz: float            # the clock a compute-bound GEMM actually runs at (model clock)
+    # ---- per-SM resources (Hopper, cc 9.0) ----
+    smem_per_sm: int = 228 * 1024            # [datasheet] CUDA guide, cc 9.0
+    smem_per_block: int = 227 * 1024         # [datasheet] opt-in maximum per block
+    smem_reserved_per_block: int = 1024      # [datasheet] 1 KB system use per block
+    regs_per_sm: int = 65536                 # [datasheet]
+    max_regs_per_thread: int = 255           # [datasheet]
+    reg_alloc_unit: int = 256                # [datasheet] registers allocated per warp in units of 256 (occupancy calculator)
+    max_threads_per_sm: int = 2048           # [datasheet]
+    max_ctas_per_sm: int = 32                # [datasheet]
+    # registers a GEMM thread holds besides its fp32 accumulators (addresses, descriptors,
+    # loop state, epilogue). [measured] 26: the project's V1 and V2 Numba builds (128x128x64,
+    # 128 accumulators/thread) use 154 registers/thread on the H200, 3 CTAs/SM by the CUDA
+    # occupancy API. Taken as the same for the specialized family (not built yet).
+    reg_overhead: int = 26
+    # ---- tensor cores ----
+    tensor_flops_per_clk: int = 4096         # [datasheet] dense fp16/bf16, 4 tensor cores x 512 FMA/clk
+    # shared-memory bandwidth that feeds WGMMA's A and B operands (SS mode):
+    smem_bytes_per_clk: int = 128            # [datasheet] 32 banks x 4 B per clock
+    wgmma_issue_clk: int = 8                 # [assumed] per wgmma.mma_async instruction, per warpgroup
+    wgmma_fence_commit_clk: int = 16         # [assumed] wgmma.fence + commit_group per group
+    # result latency of a WGMMA group after its last instruction leaves the tensor cores,
+    # by N: [paper] order of 100-200 clk in Luo et al. 2025; values [assumed].
+    wgmma_tail_clk: dict = field(default_factory=lambda: {64: 96, 128: 128, 256: 192})
+    wgmma_wait_clk: int = 16                 # [assumed] wgmma.wait_group returning once done
+    # ---- TMA (cp.async.bulk.tensor) ----
+    tma_issue_clk: int = 40                  # [assumed] one elected thread, per tensor copy
+    # round trip of a TMA box that hits L2, before its bytes stream in; the transfer at
+    # the SM's L2 share and the FIFO wait behind the SM's other boxes are modelled on
+    # top. [assumed] order of magnitude; sensitivity in sim/README.md.
+    tma_latency_ns: float = 500.0
+    # the same for a box with lines that miss L2 and come from HBM. [assumed] loaded.
+    hbm_latency_ns: float = 800.0
+    tma_inflight_bytes: int = 256 * 1024     # [assumed] per-SM bytes in flight the TMA unit tracks
+    # ---- memory system ----
+    # L2 -> SM path: bytes per SM clock one SM can receive. [assumed] 64 B/clk (one 128-B
+    # line per two clocks).
+    l2_sm_bytes_per_clk: float = 64.0
+    # Aggregate L2 read bandwidth, bytes per SM clock for the whole GPU. [assumed] 5120:
+    # the A100 whitepaper's figure ("5120 bytes/clk" L2 read bandwidth vs V100's 2048);
+    # the Hopper whitepaper does not restate it, so GH100 is assumed to be no wider.
+    # Counted on the SM clock (A100: 5120 B x 1.41 GHz = 7.2 TB/s, the usual reading of
+    # that figure) and assumed to follow the SM clock under power capping. Below the
+    # per-SM ports' sum (132 x 64 = 8448 B/clk), so it binds when every SM pulls: each
+    # SM then gets an even share, 5120 / 132 = 38.8 B/clk.
+    l2_read_bytes_per_clk: float = 5120.0
+    l2_bytes: int = 50 * 1024 * 1024         # [datasheet] 50 MB
+    hbm_tbs: float = 3.35                    # [datasheet]
+    hbm_efficiency: float = 0.85             # [assumed] achievable fraction of the datasheet bandwidth
+    store_bytes_per_clk: float = 32.0        # [assumed] direct epilogue: fragment-layout st.global per SM
+    # ---- barriers and launch ----
+    bar_sync_clk: int = 24                   # [paper] bar.sync of one block, all warps arriving together
+    mbarrier_arrive_clk: int = 8             # [assumed]
+    mbarrier_wait_clk: int = 20              # [assumed] try_wait that succeeds (incl. the wake-up)
+    # V2's runtime stage index: stage = iter % stages, a runtime-indexed phase array in local
+    # memory (load + store through L1, ~30-40 clk hits [paper]) and runtime address math.
+    runtime_index_clk: int = 100             # [assumed]
+    cta_launch_clk: int = 600                # [assumed] CTA start: block scheduling, mbarrier init, first sync
+    launch_us: float = 4.0                   # [assumed] kernel launch inside a CUDA-event timing
+
+    # ---- derived ----
+    @property
+    def peak_tflops(self) -> float:
+        """Dense fp16 tensor peak at the model clock."""
+        return self.sm_count * self.tensor_flops_per_clk * self.clock_ghz * 1e-3
+
+    @property
+    def datasheet_peak_tflops(self) -> float:
+        return self.sm_count * self.tensor_flops_per_clk * self.clock_peak_ghz * 1e-3
+
+    def l2_share_bytes_per_clk(self, active_sms: int | None = None) -> float:
+        """L2 -> SM bytes per clock one SM gets while `active_sms` SMs pull together:
+        its port, or an even share of the aggregate L2 read bandwidth, the smaller."""
+        n = max(1, min(self.sm_count, active_sms or self.sm_count))
+        return min(self.l2_sm_bytes_per_clk, self.l2_read_bytes_per_clk / n)
+
+    def l2_feed_bytes_per_clk(self) -> float:
+        """What the L2 can deliver to all SMs together, bytes per SM clock."""
+        return min(self.l2_sm_bytes_per_clk * self.sm_count, self.l2_read_bytes_per_clk)
+
+    def ns_to_clk(self, ns: float) -> float:
+        return ns * self.clock_ghz
+
+    def hbm_bytes_per_clk_per_sm(self) -> float:
+        return self.hbm_tbs * 1e12 * self.hbm_efficiency / (self.clock_ghz * 1e9) / self.sm_count
+
+    def wgmma_tail(self, n: int) -> int:
+        keys = sorted(self.wgmma_tail_clk)
+        for k in keys:
+            if n <= k:
+                return self.wgmma_tail_clk[k]
+        return self.wgmma_tail_clk[keys[-1]]
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+_H100 = GpuProfile(
+    name="h100-sxm",
+    sm_count=132,            # [datasheet] H100 SXM5
+    clock_max_ghz=1.98,      # [datasheet] max boost
+    clock_peak_ghz=1.83,     # [datasheet] 989.4 TFLOPS = 132 x 4096 x 1.83 GHz
+    # [assumed] no in-kernel reading on an H100. The H200 (same GH100 die, same 700 W)
+    # reads 1.56-1.77 GHz under sustained WGMMA; the seed timed at "full boost" kernels
+    # that keep the tensor cores only ~2/3 busy (less power), so we take the datasheet's
+    # peak clock, 1.83 GHz, between the two.
+    clock_ghz=1.83,
+    hbm_tbs=3.35,            # [datasheet] HBM3
+)
+
+_H200 = dataclasses.replace(
+    _H100,
+    name="h200-sxm",
+    clock_ghz=1.665,         # [measured] midpoint of 1.56-1.77 GHz under WGMMA load (NOTES.md)
+    hbm_tbs=4.8,             # [datasheet] HBM3e
+)
+
+PROFILES: dict[str, GpuProfile] = {p.name: p for p in (_H100, _H200)}
+
+
+def load_profile(name: str, profiles_dir: Path | str | None = None) -> GpuProfile:
+    """The named profile, with sim/profiles/<name>.json (if present) laid over it."""
+    try:
+        base = PROFILES[name]
+    except KeyError:
+        raise ValueError(f"unknown GPU profile {name!r}; known: {', '.join(PROFILES)}") from None
+    path = Path(profiles_dir or PROFILES_DIR) / f"{name}.json"
+    if not path.exists():
+        return base
+    data = json.loads(path.read_text())
+    data = data.get("parameters", data)  # allow {"provenance": ..., "parameters": {...}}
+    known = {f.name for f in dataclasses.fields(GpuProfile)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(f"{path}: unknown profile keys {unknown}")
+    if "wgmma_tail_clk" in data:
+        data["wgmma_tail_clk"] = {int(k): v for k, v in data["wgmma_tail_clk"].items()}
+    return dataclasses.replace(base, **data)

@@ -1,0 +1,152 @@
+"""predict(): one schedule, one GEMM shape, one GPU profile -> a Prediction.
+
+What is symmetric is simulated once: one SM running one wave's CTAs (and, when the
+grid does not fill its last wave, one SM of the tail wave), a window of steady-state
+K iterations extrapolated to the full K; the grid is waves of those. Hard floors from
+the tensor-core peak and the memory system are applied last, so no prediction can
+exceed what the tensor cores or the memory can deliver.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+from gemm.schedule import Schedule, ScheduleError
+
+from .engines import grid, memory_traffic, residency, waves
+from .hardware import GpuProfile, load_profile
+from .schedules import simulate_sm
+
+DTYPES = ("float16", "bfloat16")
+
+
+@dataclass
+class Prediction:
+    ms: float
+    tflops: float
+    pct_of_peak: float            # of the tensor peak at the model clock
+    pct_of_datasheet_peak: float  # of the datasheet dense peak
+    utilization: dict             # tensor, tma (L2->SM path), hbm: fractions of their peaks
+    ctas_per_sm: int
+    limited_by: str               # what caps CTAs per SM
+    residency: dict
+    waves: float                  # CTAs / (SMs x CTAs per SM)
+    wave_info: dict
+    bound: str
+    reason: str
+    breakdown: dict               # share of one CTA's time per activity (consumer / warpgroup 0)
+    bytes: dict
+    gpu: str
+    clock_ghz: float
+    schedule: dict
+    shape: dict
+    notes: list = field(default_factory=list)
+    trace: object = field(default=None, repr=False)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("trace")
+        return d
+
+
+_CATEGORY_NAMES = {
+    "wgmma": "WGMMA on the tensor cores", "wgmma_wait": "waiting for WGMMA (wait_group)",
+    "issue": "issuing WGMMA", "tma_wait": "waiting for TMA data", "sync": "block-wide syncs",
+    "tma_issue": "issuing TMA", "index": "runtime stage indexing", "epilogue": "epilogue",
+    "launch": "CTA launch", "empty_wait": "producer waiting for a free stage", "release": "releasing stages",
+}
+
+
+def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
+            gpu: str | GpuProfile = "h200-sxm", dtype: str = "float16",
+            trace: bool = False, sim_iters: int = 48, notes: list | None = None) -> Prediction:
+    """Predict one kernel launch. Raises ScheduleError for a schedule that cannot run."""
+    if dtype not in DTYPES:
+        raise ScheduleError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+    if min(m, n, k) < 1:
+        raise ScheduleError(f"M, N, K must be >= 1, got {m}, {n}, {k}")
+    prof = load_profile(gpu) if isinstance(gpu, str) else gpu
+    s = schedule
+    res = residency(s, prof)
+    c = res["ctas_per_sm"]
+    if c < 1:
+        raise ScheduleError(f"schedule {s.name!r}: no CTA fits on an SM (limits {res['limits']})")
+    tm, tn = grid(s, m, n)
+    wv = waves(tm * tn, prof.sm_count, c)
+    traffic = memory_traffic(s, m, n, k, wv["per_wave"])
+    k_iters = math.ceil(k / s.block_k)
+    miss = 1.0 - traffic["l2_hit_rate"]
+
+    full = simulate_sm(s, prof, c, k_iters, miss, trace=trace or True, sim_iters=sim_iters,
+                       active_sms=min(prof.sm_count, wv["ctas"]))
+    total_clk = wv["full"] * full["clk"]
+    if wv["tail_ctas"]:
+        total_clk += simulate_sm(s, prof, wv["tail_ctas_per_sm"], k_iters, miss, sim_iters=sim_iters,
+                                 active_sms=min(prof.sm_count, wv["tail_ctas"]))["clk"]
+    sim_s = total_clk / (prof.clock_ghz * 1e9)
+
+    flops = 2.0 * m * n * k
+    hz = prof.clock_ghz * 1e9
+    floors = {
+        "tensor cores": flops / (prof.peak_tflops * 1e12),
+        "L2->SM bandwidth": traffic["l2_to_sm_bytes"] / (prof.l2_feed_bytes_per_clk() * hz),
+        "HBM bandwidth": traffic["hbm_bytes"] / (prof.hbm_tbs * 1e12 * prof.hbm_efficiency),
+    }
+    t = max(sim_s, *floors.values()) + prof.launch_us * 1e-6
+    util = {
+        "tensor": flops / (prof.peak_tflops * 1e12) / t,
+        "tma": traffic["l2_to_sm_bytes"] / (prof.l2_feed_bytes_per_clk() * hz) / t,
+        "hbm": traffic["hbm_bytes"] / (prof.hbm_tbs * 1e12) / t,
+    }
+
+    tr = full["trace"]
+    role = "consumer 0" if s.family == "specialized" else "warpgroup 0"
+    tot = tr.totals(role)
+    cta = full["cta0_clk"] or 1.0
+    breakdown = {cat: round(v / cta, 4) for cat, v in sorted(tot.items(), key=lambda kv: -kv[1])}
+    # the consumer's share of time in its own WGMMA groups (tensor spans of this CTA)
+    breakdown = {"wgmma_on_tensor_cores": round(tr.totals("tensor").get("wgmma", 0.0) / cta, 4), **breakdown}
+    bound, reason = _bound(util, floors, sim_s, breakdown, res, s)
+    pk = prof.peak_tflops
+    tfl = flops / t / 1e12
+    return Prediction(
+        ms=t * 1e3, tflops=tfl, pct_of_peak=100 * tfl / pk,
+        pct_of_datasheet_peak=100 * tfl / prof.datasheet_peak_tflops,
+        utilization={kk: round(v, 4) for kk, v in util.items()},
+        ctas_per_sm=c, limited_by=res["limited_by"], residency=res,
+        waves=round(wv["waves_exact"], 4), wave_info=wv, bound=bound, reason=reason,
+        breakdown=breakdown,
+        bytes={**traffic, "k_iters": k_iters,
+               "tma_latency_ns": round(full["tma_latency_clk"] / prof.clock_ghz, 1)},
+        gpu=prof.name, clock_ghz=prof.clock_ghz, schedule=asdict(s),
+        shape={"m": m, "n": n, "k": k, "dtype": dtype}, notes=list(notes or []),
+        trace=tr if trace else None,
+    )
+
+
+def _bound(util, floors, sim_s, breakdown, res, s) -> tuple[str, str]:
+    """What limits the prediction, and why in words. The labels only describe the
+    simulated timeline; they change no figure."""
+    idle = {k: v for k, v in breakdown.items()
+            if k in ("sync", "tma_wait", "wgmma_wait", "index", "issue", "tma_issue", "epilogue", "launch")}
+    worst = max(idle, key=idle.get) if idle else "latency"
+    at_sync = idle.get("tma_wait", 0) + idle.get("sync", 0)
+    if s.syncs_per_iter and s.family != "specialized" and worst in ("tma_wait", "sync"):
+        tensor_idle = (f"the tensor cores ({100 * util['tensor']:.0f}% busy) idle while the warpgroup sits in "
+                       f"its block-wide syncs waiting for TMA ({100 * at_sync:.0f}% of a CTA's time)")
+    else:
+        tensor_idle = (f"the tensor cores ({100 * util['tensor']:.0f}% busy) idle while the warps that issue "
+                       f"WGMMA are {_CATEGORY_NAMES.get(worst, worst)} ({100 * idle.get(worst, 0):.0f}% of a CTA's time)")
+    top = max(floors, key=floors.get)
+    if floors[top] >= sim_s:
+        return top, f"{top} at its ceiling; {tensor_idle}"
+    if util["tensor"] >= 0.85:
+        return "tensor cores", "the tensor cores are busy most of the time"
+    flop_per_byte = 2 * s.block_m * s.block_n * s.block_k / s.k_iteration_bytes
+    if util["tma"] >= 0.90:
+        return "L2->SM bandwidth", (
+            f"the SMs pull {100 * util['tma']:.0f}% of the L2 read bandwidth ({flop_per_byte:.0f} FLOP per byte "
+            f"with a {s.block_m}x{s.block_n} tile): {tensor_idle}, and a deeper ring cannot shorten a wait "
+            f"for bandwidth")
+    return "latency", (f"{tensor_idle}; {res['ctas_per_sm']} CTA(s) per SM ({res['limited_by']}) overlap "
+                       f"too little to hide it (L2 read bandwidth {100 * util['tma']:.0f}% used)")

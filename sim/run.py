@@ -1,0 +1,141 @@
+"""python -m sim.run: predict one GEMM schedule on one GPU profile.
+
+With no flags it models the seed's case: V2, H100 SXM, 8192^3 fp16, 128x128x64, 2 stages.
+Flags left out take the chosen version's values; a flag given overrides it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from gemm.schedule import EPILOGUES, PRESETS, RASTERS, ScheduleError, preset
+
+from .hardware import PROFILES, load_profile
+from .model import _CATEGORY_NAMES, predict
+from .schedules import model_schedule
+
+# flag -> Schedule field
+_KNOBS = {"stages": "stages", "sync_per_iter": "syncs_per_iter", "consumer_warpgroups": "consumer_warpgroups",
+          "producer_warps": "producer_warps", "wgmma_in_flight": "wgmma_in_flight", "raster": "raster",
+          "raster_group": "raster_group", "epilogue": "epilogue", "family": "family",
+          "runtime_stage_index": "runtime_stage_index"}
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m sim.run", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--gpu", choices=sorted(PROFILES), default="h100-sxm")
+    p.add_argument("--version", choices=sorted(PRESETS), default="v2", help="preset to start from (default v2)")
+    p.add_argument("--m", type=int, default=8192)
+    p.add_argument("--n", type=int, default=8192)
+    p.add_argument("--k", type=int, default=8192)
+    p.add_argument("--dtype", choices=("float16", "bfloat16"), default="float16")
+    p.add_argument("--block", metavar="MxNxK", help="tile, e.g. 128x128x64")
+    p.add_argument("--stages", type=int, help="shared-memory ring depth")
+    p.add_argument("--sync-per-iter", type=int, help="block-wide barriers per K iteration")
+    p.add_argument("--family", choices=("serial", "ring", "specialized"))
+    p.add_argument("--consumer-warpgroups", type=int)
+    p.add_argument("--producer-warps", type=int)
+    p.add_argument("--wgmma-in-flight", type=int, help="N of wgmma.wait_group(N) in the main loop")
+    p.add_argument("--raster", choices=RASTERS)
+    p.add_argument("--raster-group", type=int)
+    p.add_argument("--epilogue", choices=EPILOGUES)
+    p.add_argument("--runtime-stage-index", type=int, choices=(0, 1), help="1: stage index computed at run time (V2)")
+    p.add_argument("--clock-ghz", type=float, help="override the profile's sustained SM clock")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--trace", metavar="FILE", help="write one CTA's timeline as a Chrome/Perfetto trace")
+    p.add_argument("--stages-table", action="store_true",
+                   help="also predict every stage count that fits: CTAs per SM and TFLOPS")
+    return p
+
+
+def build_schedule(a: argparse.Namespace):
+    over = {}
+    for flag, fld in _KNOBS.items():
+        v = getattr(a, flag)
+        if v is not None:
+            over[fld] = bool(v) if fld == "runtime_stage_index" else v
+    if a.block:
+        try:
+            bm, bn, bk = (int(x) for x in a.block.lower().split("x"))
+        except ValueError:
+            raise ScheduleError(f"--block must look like 128x128x64, got {a.block!r}") from None
+        over.update(block_m=bm, block_n=bn, block_k=bk)
+    base = preset(a.version)
+    return model_schedule(base, **over, name=a.version if not over else f"{a.version}+custom")
+
+
+def stages_table(s, a, gpu) -> list[dict]:
+    rows = []
+    for st in range(1, 9):
+        try:
+            fam = {"serial": "ring"}.get(s.family, s.family) if st > 1 else s.family
+            sc, _ = model_schedule(s, stages=st, family=fam,
+                                   wgmma_in_flight=min(s.wgmma_in_flight, st - 1))
+        except ScheduleError:
+            continue
+        p = predict(sc, a.m, a.n, a.k, gpu=gpu, dtype=a.dtype)
+        rows.append({"stages": st, "shared_kb": round(p.residency["smem_per_cta"] / 1024, 1),
+                     "ctas_per_sm": p.ctas_per_sm, "limited_by": p.limited_by,
+                     "limits": p.residency["limits"], "tflops": round(p.tflops, 1), "bound": p.bound})
+    return rows
+
+
+def report(p, table=None) -> str:
+    s, u, sh = p.schedule, p.utilization, p.shape
+    lines = [
+        f"{s['name']} ({s['family']}) on {p.gpu} at {p.clock_ghz:.3f} GHz: "
+        f"{sh['m']}x{sh['n']}x{sh['k']} {sh['dtype']}, tile {s['block_m']}x{s['block_n']}x{s['block_k']}, "
+        f"{s['stages']} stage(s), {s['syncs_per_iter']} sync(s)/iter, {s['consumer_warpgroups']} consumer WG(s), "
+        f"wgmma in flight {s['wgmma_in_flight']}, raster {s['raster']}, epilogue {s['epilogue']}",
+        f"  predicted      {p.ms:.3f} ms  {p.tflops:.0f} TFLOPS  ({p.pct_of_peak:.0f}% of the tensor peak at this clock, "
+        f"{p.pct_of_datasheet_peak:.0f}% of the datasheet peak)",
+        f"  residency      {p.ctas_per_sm} CTA(s)/SM, limited by {p.limited_by} "
+        f"(smem {p.residency['limits']['smem']}, registers {p.residency['limits']['registers']} at "
+        f"{p.residency['registers_per_thread']}/thread, threads {p.residency['limits']['threads']}); "
+        f"{p.wave_info['ctas']} CTAs = {p.waves:.2f} waves",
+        f"  utilization    tensor cores {100 * u['tensor']:.0f}%   TMA/L2->SM {100 * u['tma']:.0f}%   HBM {100 * u['hbm']:.0f}%",
+        f"  bytes          L2->SM {p.bytes['l2_to_sm_bytes'] / 1e9:.2f} GB, HBM {p.bytes['hbm_bytes'] / 1e9:.2f} GB "
+        f"(L2 hit rate {100 * p.bytes['l2_hit_rate']:.0f}%), TMA latency {p.bytes['tma_latency_ns']:.0f} ns",
+        f"  bound          {p.bound}: {p.reason}",
+        "  one CTA's time " + ", ".join(f"{_CATEGORY_NAMES.get(k, k) if k != 'wgmma_on_tensor_cores' else 'its WGMMAs on the tensor cores'} "
+                                        f"{100 * v:.0f}%" for k, v in p.breakdown.items() if v >= 0.005),
+    ]
+    lines += [f"  note           {n}" for n in p.notes]
+    if table:
+        lines.append("  stages  smem/CTA  CTAs/SM (limited by)   TFLOPS  bound")
+        for r in table:
+            lines.append(f"  {r['stages']:>6}  {r['shared_kb']:>6.1f}K  {r['ctas_per_sm']:>3} ({r['limited_by']:<9})"
+                         f"       {r['tflops']:>6.0f}  {r['bound']}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = parser()
+    a = ap.parse_args(argv)
+    try:
+        gpu = load_profile(a.gpu)
+        if a.clock_ghz:
+            import dataclasses
+            gpu = dataclasses.replace(gpu, clock_ghz=a.clock_ghz)
+        s, notes = build_schedule(a)
+        p = predict(s, a.m, a.n, a.k, gpu=gpu, dtype=a.dtype, trace=bool(a.trace), notes=notes)
+        table = stages_table(s, a, gpu) if a.stages_table else None
+    except ScheduleError as e:
+        ap.exit(2, f"{ap.prog}: error: {e}\n")
+    if a.trace:
+        with open(a.trace, "w") as f:
+            json.dump(p.trace.chrome(p.clock_ghz, {"schedule": p.schedule, "gpu": p.gpu, "shape": p.shape}), f)
+    if a.json:
+        d = p.to_dict()
+        if table is not None:
+            d["stages_table"] = table
+        print(json.dumps(d))
+    else:
+        print(report(p, table))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

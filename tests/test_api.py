@@ -1,0 +1,87 @@
+"""gemm.matmul's input checks, which need no GPU: each bad input gets a clear
+error naming what was wrong, raised before anything is launched or written."""
+import numpy as np
+import pytest
+
+import gemm
+from gemm.schedule import ScheduleError
+
+
+def _pair(m=4, k=8, n=5, dtype=np.float16):
+    rng = np.random.default_rng(0)
+    return rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
+
+
+def test_mismatched_inner_dimensions():
+    a, _ = _pair()
+    b = np.ones((9, 5), np.float16)
+    with pytest.raises(ValueError, match=r"inner dimensions differ: a is \(4, 8\) and b is \(9, 5\)"):
+        gemm.matmul(a, b)
+
+
+@pytest.mark.parametrize("shape", [(8,), (2, 4, 8)])
+def test_not_2d(shape):
+    a = np.ones(shape, np.float16)
+    with pytest.raises(ValueError, match="must be a 2-D matrix"):
+        gemm.matmul(a, np.ones((8, 3), np.float16))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int8])
+def test_unsupported_dtype(dtype):
+    a, b = _pair(dtype=dtype)
+    with pytest.raises(TypeError, match=r"not supported: the kernels take float16 or bfloat16"):
+        gemm.matmul(a, b)
+
+
+def test_mixed_dtypes():
+    a, b = _pair()
+    with pytest.raises(TypeError, match="same dtype"):
+        gemm.matmul(a, b.astype(np.float32))
+
+
+def test_not_an_array():
+    with pytest.raises(TypeError, match="NumPy array, a CuPy array or a PyTorch CUDA tensor"):
+        gemm.matmul([[1.0]], [[1.0]])
+
+
+def test_bad_out():
+    a, b = _pair()
+    with pytest.raises(ValueError, match=r"out has shape \(3, 3\); the product needs \(4, 5\)"):
+        gemm.matmul(a, b, out=np.zeros((3, 3), np.float16))
+    with pytest.raises(TypeError, match="out is float32"):
+        gemm.matmul(a, b, out=np.zeros((4, 5), np.float32))
+
+
+def test_bad_schedule_choice():
+    a, b = _pair()
+    with pytest.raises(ScheduleError, match="stages must be >= 1"):
+        gemm.matmul(a, b, stages=0)
+    with pytest.raises(ScheduleError, match="unknown version"):
+        gemm.matmul(a, b, version="v0")
+    with pytest.raises(NotImplementedError, match="no kernel yet"):
+        gemm.matmul(a, b, version="v3")
+    with pytest.raises(ValueError, match="either schedule= or version="):
+        gemm.matmul(a, b, version="v2", schedule=gemm.preset("v2"))
+
+
+def test_no_partial_write_on_bad_input():
+    a, _ = _pair()
+    out = np.full((4, 5), 7.0, np.float16)
+    with pytest.raises(ValueError):
+        gemm.matmul(a, np.ones((9, 5), np.float16), out=out)
+    assert (out == 7.0).all()
+
+
+def test_torch_cpu_tensor_refused():
+    torch = pytest.importorskip("torch")
+    a = torch.ones((4, 8), dtype=torch.float16)
+    with pytest.raises(ValueError, match="pass CUDA tensors"):
+        gemm.matmul(a, a.T)
+
+
+@pytest.mark.skipif(__import__("conftest").HOPPER, reason="this machine has a Hopper GPU")
+def test_valid_input_without_gpu_says_so():
+    from gemm.launch import DeviceError
+    a, b = _pair()
+    with pytest.raises(DeviceError, match=r"(no CUDA GPU|compute capability)"):
+        gemm.matmul(a, b)

@@ -1,0 +1,84 @@
+"""Compile-only checks of every kernel, with no GPU: numba-cuda emits PTX for
+sm_90a, nvJitLink's ptxas assembles it, nothing goes to local memory, and the
+PTX holds the instructions the kernel is about."""
+import re
+
+import pytest
+
+from gemm.schedule import ScheduleError, preset
+
+pytest.importorskip("numba.cuda")
+
+from gemm.compile import compile_kernel  # noqa: E402
+from gemm.kernels import KernelConfig  # noqa: E402
+
+CASES = [
+    KernelConfig(preset("v1")),
+    KernelConfig(preset("v2")),
+    KernelConfig(preset("v2", stages=7)),
+    KernelConfig(preset("v2", block_m=64, block_n=128, block_k=16, stages=4)),
+    KernelConfig(preset("v2", block_m=64, block_n=256, block_k=32, stages=3), "bfloat16"),
+    KernelConfig(preset("v1", block_m=128, block_n=192, block_k=64), "bfloat16", "mn", "mn"),
+    KernelConfig(preset("v2", stages=3), "float16", "k", "mn"),
+    KernelConfig(preset("v1", block_m=64, block_n=64, block_k=32), "float16", "mn", "k", 0, 0),
+]
+
+
+@pytest.fixture(scope="module", params=CASES, ids=lambda c: c.name)
+def compiled(request):
+    return compile_kernel(request.param, use_disk_cache=False)
+
+
+def test_targets_sm90a(compiled):
+    assert re.search(r"^\.target sm_90a", compiled.ptx, re.M)
+    assert len(compiled.cubin) > 1000
+
+
+def test_no_local_memory(compiled):
+    log = compiled.ptxas_log
+    assert "spill" in log, log
+    assert compiled.spill_bytes == 0, log
+    assert compiled.stack_bytes == 0, log
+    assert not re.search(r"\b(ld|st)\.local", compiled.ptx)
+    assert "0 bytes lmem" in log
+
+
+def test_no_injected_waits(compiled):
+    # C7517: ptxas inserts wgmma.wait_group when it cannot prove the accumulators are not touched
+    assert "C7517" not in compiled.ptxas_log and "C7510" not in compiled.ptxas_log, compiled.ptxas_log
+
+
+def test_expected_instructions(compiled):
+    cfg = compiled.config
+    ptx = compiled.ptx
+    mmas = len(re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k16", ptx))
+    per_tile = (cfg.block_k // 16) * cfg.m_blocks
+    # one K tile's WGMMAs; the optimizer may duplicate the loop body (peeling the first iteration)
+    assert mmas >= per_tile and mmas % per_tile == 0, (mmas, per_tile)
+    assert f"m64n{cfg.block_n}k16.f32.{'f16' if cfg.dtype == 'float16' else 'bf16'}" in ptx
+    for instr in ("cp.async.bulk.tensor.2d", "mbarrier.try_wait.parity", "mbarrier.arrive.expect_tx",
+                  "wgmma.fence", "wgmma.commit_group", "wgmma.wait_group.sync.aligned 0",
+                  "fence.proxy.tensormap::generic.acquire", "mbarrier.init"):
+        assert instr in ptx, instr
+    assert ptx.count("bar.sync") + ptx.count("barrier.sync") >= 2
+
+
+def test_registers_fit_residency(compiled):
+    assert 0 < compiled.registers <= 255
+
+
+def test_serial_and_ring_differ_in_their_loop():
+    v1 = compile_kernel(KernelConfig(preset("v1")), use_disk_cache=False).ptx
+    v2 = compile_kernel(KernelConfig(preset("v2", stages=3)), use_disk_cache=False).ptx
+    # V1 waits on its one barrier; V2 computes a runtime stage (iter % 3)
+    assert v1.count("cp.async.bulk.tensor") == 2
+    assert v2.count("cp.async.bulk.tensor") >= 4  # prefill and refill
+
+
+def test_layouts_refused_when_tile_does_not_fit_swizzle():
+    with pytest.raises(ValueError, match="swizzle row"):
+        KernelConfig(preset("v1", block_k=16), "float16", "k", "k", 128, 128)
+    with pytest.raises(ValueError, match="dtype"):
+        KernelConfig(preset("v1"), "float32")
+    with pytest.raises(ScheduleError):
+        KernelConfig(preset("v1").replace(stages=2))

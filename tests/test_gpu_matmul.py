@@ -1,0 +1,129 @@
+"""gemm.matmul against a float64 reference and cuBLAS, on the GPU.
+
+Fresh random inputs per case (unit-variance C), NaN-poisoned outputs, every
+element checked (a NaN left anywhere fails the relative error)."""
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+from experiments.reference import TOLERANCE, poisoned, random_operands, relative_error  # noqa: E402
+
+LARGE = [(8192, 8192, 8192), (4096, 4096, 4096), (4096, 4096, 14336)]
+ODD = [(333, 517, 259), (100, 300, 50), (1, 1, 1), (129, 65, 17), (777, 1000, 96), (64, 2048, 4000)]
+
+
+def _check(c, a, b, dtype):
+    import torch
+    err = relative_error(c, a, b)
+    assert err < TOLERANCE[dtype], f"relative error {err:.2e}"
+    ref16 = (a @ b)  # cuBLAS, same dtype
+    diff = float(torch.linalg.norm((c.double() - ref16.double())) / torch.linalg.norm(ref16.double()))
+    assert diff < 2 * TOLERANCE[dtype], f"differs from cuBLAS by {diff:.2e}"
+
+
+@pytest.mark.parametrize("shape", LARGE, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_large_fp16(version, shape):
+    import gemm
+    m, n, k = shape
+    a, b = random_operands(m, n, k, "float16", seed=hash((version, shape)) % 10_000)
+    c = poisoned(m, n, "float16")
+    gemm.matmul(a, b, version=version, out=c)
+    _check(c, a, b, "float16")
+
+
+@pytest.mark.parametrize("shape", ODD, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_odd_shapes(version, dtype, shape):
+    import gemm
+    m, n, k = shape
+    a, b = random_operands(m, n, k, dtype, seed=sum(shape))
+    c = poisoned(m, n, dtype)
+    gemm.matmul(a, b, version=version, out=c)
+    _check(c, a, b, dtype)
+
+
+@pytest.mark.parametrize("stages", [1, 2, 3, 4, 5, 6, 7])
+def test_every_stage_count_that_fits(stages):
+    import gemm
+    m, n, k = 300, 257, 64 * 9 + 5   # K tiles: 10, more and fewer than the ring
+    a, b = random_operands(m, n, k, "bfloat16", seed=stages)
+    c = poisoned(m, n, "bfloat16")
+    gemm.matmul(a, b, stages=stages, out=c)
+    _check(c, a, b, "bfloat16")
+    short = random_operands(m, n, 40, "float16", seed=100 + stages)   # K < block_k * stages
+    c2 = poisoned(m, n, "float16")
+    gemm.matmul(*short, stages=stages, out=c2)
+    _check(c2, *short, "float16")
+
+
+@pytest.mark.parametrize("tile", [(64, 128), (128, 128), (128, 192), (64, 256)])
+@pytest.mark.parametrize("block_k", [16, 32, 64])
+def test_tiles(tile, block_k):
+    import gemm
+    from gemm import preset
+    m, n, k = 1000, 700, 1111
+    a, b = random_operands(m, n, k, "float16", seed=block_k + tile[0])
+    c = poisoned(m, n, "float16")
+    gemm.matmul(a, b, schedule=preset("v2", block_m=tile[0], block_n=tile[1], block_k=block_k, stages=3),
+                out=c)
+    _check(c, a, b, "float16")
+
+
+@pytest.mark.parametrize("a_t", [False, True], ids=["a", "aT"])
+@pytest.mark.parametrize("b_t", [False, True], ids=["b", "bT"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_transposed_views(a_t, b_t, dtype):
+    """a.T / b.T views are mapped onto WGMMA's transpose bits, not copied."""
+    import gemm
+    m, n, k = 640, 384, 512 + 24
+    a, b = random_operands(m, n, k, dtype, seed=11 + 2 * a_t + b_t)
+    a_in = a.t().contiguous().t() if a_t else a      # column-major [m, k]
+    b_in = b.t().contiguous().t() if b_t else b      # [k, n] with k contiguous: the seed's A @ B.T
+    c = poisoned(m, n, dtype)
+    gemm.matmul(a_in, b_in, out=c)
+    _check(c, a, b, dtype)
+
+
+def test_unaligned_rows_are_copied():
+    """K = 333: rows of 666 bytes are not 16-byte aligned; matmul copies them."""
+    import gemm
+    a, b = random_operands(200, 136, 333, "float16", seed=5)
+    c = gemm.matmul(a, b)
+    _check(c, a, b, "float16")
+
+
+def test_cupy_and_numpy_in_same_kind_out():
+    import cupy
+    import numpy as np
+    import gemm
+    rng = np.random.default_rng(0)
+    a = (rng.standard_normal((300, 200)) / 200 ** 0.25).astype(np.float16)
+    b = (rng.standard_normal((200, 100)) / 200 ** 0.25).astype(np.float16)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    c_np = gemm.matmul(a, b)
+    assert isinstance(c_np, np.ndarray) and c_np.dtype == np.float16
+    c_cp = gemm.matmul(cupy.asarray(a), cupy.asarray(b), stages=3)
+    assert isinstance(c_cp, cupy.ndarray) and c_cp.dtype == cupy.float16
+    for c in (c_np, c_cp.get()):
+        err = np.linalg.norm(c.astype(np.float64) - want) / np.linalg.norm(want)
+        assert err < TOLERANCE["float16"]
+
+
+def test_second_call_does_not_compile():
+    import gemm
+    from gemm import compile as gcompile
+    a, b = random_operands(256, 256, 256, "float16", seed=1)
+    gemm.matmul(a, b, stages=2)
+    before = gcompile.compile_kernel.cache_info().misses
+    gemm.matmul(a, b, stages=2)
+    assert gcompile.compile_kernel.cache_info().misses == before
+
+
+def test_k_zero_gives_zeros():
+    import torch
+    import gemm
+    a = torch.ones((5, 0), dtype=torch.float16, device="cuda")
+    b = torch.ones((0, 7), dtype=torch.float16, device="cuda")
+    assert (gemm.matmul(a, b) == 0).all()

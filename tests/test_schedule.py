@@ -1,0 +1,57 @@
+"""Schedule validation: presets are valid, impossible schedules name their limit."""
+import subprocess
+import sys
+
+import pytest
+
+from gemm.schedule import PRESETS, Schedule, ScheduleError, preset
+
+
+def test_presets_valid_and_named():
+    for name, s in PRESETS.items():
+        assert s.validated() is s and s.name == name
+
+
+def test_seed_case_numbers():
+    v2 = preset("v2")
+    assert (v2.block_m, v2.block_n, v2.block_k, v2.stages, v2.syncs_per_iter) == (128, 128, 64, 2, 2)
+    assert v2.k_iteration_bytes == 32 * 1024
+    assert v2.accumulator_registers == 128
+    assert preset("v1").stages == 1
+
+
+@pytest.mark.parametrize("changes,limit", [
+    (dict(stages=0), "stages must be >= 1"),
+    (dict(stages=8), "227 KB"),
+    (dict(block_m=96), "multiple of 64"),
+    (dict(block_n=100), "multiple of 64"),
+    (dict(block_k=24), "multiple of 16"),
+    (dict(block_n=256), "accumulator registers"),
+    (dict(block_m=256), "accumulator registers"),
+    (dict(wgmma_in_flight=1), "wait for every WGMMA"),
+    (dict(raster="diagonal"), "raster"),
+    (dict(family="magic"), "family"),
+])
+def test_invalid_schedules_name_the_limit(changes, limit):
+    with pytest.raises(ScheduleError, match=limit):
+        preset("v2", **changes)
+
+
+def test_unknown_version():
+    with pytest.raises(ScheduleError, match="unknown version"):
+        preset("v9")
+
+
+def test_stage_capacity_of_seed_tile():
+    # 32 KB a stage: 7 stages fit under 227 KB, 8 do not
+    preset("v2", stages=7)
+    with pytest.raises(ScheduleError):
+        preset("v2", stages=8)
+    assert Schedule(stages=2).ctas_per_sm() == 3
+
+
+def test_importing_schedule_or_sim_does_not_import_numba_or_cupy():
+    code = ("import sys, gemm, gemm.schedule, sim; "
+            "bad = [m for m in ('numba', 'cupy', 'cuda') if m in sys.modules]; "
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True)

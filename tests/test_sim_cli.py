@@ -1,0 +1,66 @@
+"""The command line: python -m sim.run."""
+import json
+import subprocess
+import sys
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "sim.run", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_help():
+    r = run("--help")
+    assert r.returncode == 0 and "--sync-per-iter" in r.stdout and "--trace" in r.stdout
+
+
+def test_default_is_the_seed_case_and_json_parses():
+    r = run("--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert {"ms", "tflops", "utilization", "ctas_per_sm", "waves", "bound"} <= set(d)
+    assert {"tensor", "tma", "hbm"} <= set(d["utilization"])
+    assert d["gpu"] == "h100-sxm" and d["schedule"]["name"] == "v2"
+    assert (d["schedule"]["block_m"], d["schedule"]["block_n"], d["schedule"]["block_k"]) == (128, 128, 64)
+    assert d["schedule"]["stages"] == 2 and d["shape"] == {"m": 8192, "n": 8192, "k": 8192, "dtype": "float16"}
+    same = json.loads(run("--json", "--sync-per-iter", "2").stdout)
+    assert same["tflops"] == d["tflops"]
+
+
+def test_flags_override_the_version():
+    d = json.loads(run("--json", "--version", "v3", "--stages", "3", "--gpu", "h200-sxm").stdout)
+    assert d["schedule"]["family"] == "specialized" and d["schedule"]["stages"] == 3 and d["gpu"] == "h200-sxm"
+
+
+def test_text_report():
+    r = run("--version", "v1", "--stages-table")
+    assert r.returncode == 0
+    for word in ("TFLOPS", "tensor cores", "CTA(s)/SM", "bound", "stages"):
+        assert word in r.stdout
+
+
+def test_stages_table_json_reports_the_trade():
+    d = json.loads(run("--json", "--stages-table").stdout)
+    rows = {r["stages"]: r for r in d["stages_table"]}
+    assert {1, 2, 3, 4} <= set(rows)
+    assert rows[2]["ctas_per_sm"] == 3 and rows[4]["ctas_per_sm"] == 1  # 32 KB a stage
+    assert all(r["tflops"] > 0 and r["bound"] for r in rows.values())
+
+
+def test_trace(tmp_path):
+    f = tmp_path / "t.json"
+    r = run("--version", "v1", "--k", "1024", "--trace", str(f))
+    assert r.returncode == 0, r.stderr
+    ev = json.loads(f.read_text())["traceEvents"]
+    cats = {e.get("cat") for e in ev if e["ph"] == "X"}
+    assert {"tma", "wgmma", "sync", "tma_wait"} <= cats
+    names = {e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert {"warpgroup 0", "tensor cores", "TMA engine"} <= names
+
+
+def test_impossible_schedule_is_a_clear_error():
+    r = run("--block", "128x256x64")
+    assert r.returncode == 2 and "accumulator registers" in r.stderr and "Traceback" not in r.stderr
+    r = run("--stages", "9")
+    assert r.returncode == 2 and "shared memory" in r.stderr and "Traceback" not in r.stderr
+    r = run("--block", "bad")
+    assert r.returncode == 2 and "Traceback" not in r.stderr

@@ -1,0 +1,161 @@
+"""CPU tests of the pipeline model (sim/): bounds, invariants, the seed's figures."""
+import math
+
+import pytest
+
+import sim
+from gemm.schedule import PRESETS, Schedule, ScheduleError, preset
+from sim.engines import memory_traffic, residency, waves
+from sim.hardware import load_profile
+
+N = 8192
+GPUS = ("h100-sxm", "h200-sxm")
+
+
+@pytest.fixture(scope="module")
+def seed():
+    """V1, V2, V3 on the H100 profile at the seed's 8192^3, 128x128x64."""
+    return {v: sim.predict(preset(v), N, N, N, gpu="h100-sxm") for v in ("v1", "v2", "v3")}
+
+
+@pytest.mark.parametrize("gpu", GPUS)
+@pytest.mark.parametrize("version", sorted(PRESETS))
+def test_never_above_the_tensor_peak_or_the_memory_feed(version, gpu):
+    p = sim.predict(preset(version), N, N, N, gpu=gpu)
+    g = load_profile(gpu)
+    t = p.ms * 1e-3
+    assert p.tflops <= g.peak_tflops * (1 + 1e-9)
+    assert p.bytes["l2_to_sm_bytes"] / t <= g.l2_feed_bytes_per_clk() * g.clock_ghz * 1e9 * (1 + 1e-9)
+    assert g.l2_feed_bytes_per_clk() <= g.l2_sm_bytes_per_clk * g.sm_count
+    assert p.bytes["hbm_bytes"] / t <= g.hbm_tbs * 1e12 * g.hbm_efficiency * (1 + 1e-9)
+    assert all(0 <= u <= 1 for u in p.utilization.values())
+
+
+def test_deterministic():
+    a = sim.predict(preset("v2"), 4096, 4096, 4096, gpu="h200-sxm").to_dict()
+    b = sim.predict(preset("v2"), 4096, 4096, 4096, gpu="h200-sxm").to_dict()
+    assert a == b
+
+
+def test_more_stages_never_slower_without_block_sync_at_equal_residency():
+    g = load_profile("h100-sxm")
+    by_ctas: dict[int, list[tuple[int, float]]] = {}
+    for st in range(2, 8):
+        s = preset("v3", stages=st)
+        p = sim.predict(s, 4096, 4096, 4096, gpu=g)
+        by_ctas.setdefault(p.ctas_per_sm, []).append((st, p.tflops))
+    for runs in by_ctas.values():
+        tf = [t for _, t in sorted(runs)]
+        assert all(b >= a * (1 - 1e-9) for a, b in zip(tf, tf[1:])), runs
+
+
+def test_bytes_moved_equal_the_tiles_bytes():
+    s = preset("v2")
+    tr = memory_traffic(s, N, N, N, per_wave=132 * 3)
+    assert tr["l2_to_sm_bytes"] == 2 * N * N * N * (1 / s.block_m + 1 / s.block_n)
+    assert abs(tr["l2_to_sm_bytes"] / 1e9 - 17.18) < 0.01
+    assert tr["hbm_read_bytes"] <= tr["l2_to_sm_bytes"]
+    assert tr["hbm_read_bytes"] >= 2 * N * N * 2  # A and B at least once
+
+
+def test_wave_quantization_just_over_a_wave():
+    s = preset("v3")  # one CTA per SM: a wave is 132 tiles
+    assert residency(s, load_profile("h100-sxm"))["ctas_per_sm"] == 1
+    one = sim.predict(s, 128 * 132, 128, 2048, gpu="h100-sxm")
+    over = sim.predict(s, 128 * 133, 128, 2048, gpu="h100-sxm")
+    assert one.wave_info["waves"] == 1 and over.wave_info["waves"] == 2
+    assert over.ms > 1.8 * (one.ms - load_profile("h100-sxm").launch_us * 1e-3)
+    assert waves(133, 132, 1)["tail_ctas"] == 1
+
+
+def test_residency_trade_of_the_ring():
+    """Each 128x128x64 stage costs 32 KB: deeper rings leave fewer CTAs per SM."""
+    g = load_profile("h100-sxm")
+    ctas = [residency(preset("v2", stages=st), g)["ctas_per_sm"] for st in range(2, 8)]
+    assert ctas == sorted(ctas, reverse=True) and ctas[0] > ctas[-1] == 1
+    assert residency(preset("v1"), g)["limited_by"] == "registers"
+
+
+def test_impossible_schedules_are_refused():
+    with pytest.raises(ScheduleError):
+        preset("v2", block_n=256)  # 256 accumulator registers per thread: would spill
+    with pytest.raises(ScheduleError):
+        preset("v2", stages=8)     # 8 x 32 KB > 227 KB
+    with pytest.raises(ScheduleError):
+        sim.predict(preset("v2"), N, N, N, dtype="float64")
+
+
+def test_l2_share_is_the_port_or_an_even_share_of_the_aggregate():
+    g = load_profile("h100-sxm")
+    assert g.l2_share_bytes_per_clk(g.sm_count) == pytest.approx(g.l2_read_bytes_per_clk / g.sm_count)
+    assert g.l2_share_bytes_per_clk(g.sm_count) < g.l2_sm_bytes_per_clk
+    assert g.l2_share_bytes_per_clk(4) == g.l2_sm_bytes_per_clk  # a few SMs alone: their ports
+    assert g.l2_feed_bytes_per_clk() == g.l2_read_bytes_per_clk
+
+
+def test_aggregate_l2_cap_is_what_holds_the_ring_down():
+    """Without the aggregate L2 cap, V2's 3 CTAs/SM would overlap their way to the
+    tensor cores' limit; with it, the 128x128 tile (64 FLOP/byte) is fed at most
+    64 x 5120 FLOP/clk = 61% of the tensor peak, and V2 is L2-bound."""
+    import dataclasses
+    g = load_profile("h100-sxm")
+    wide = dataclasses.replace(g, l2_read_bytes_per_clk=1e9)
+    v2 = sim.predict(preset("v2"), N, N, N, gpu=g)
+    assert v2.bound == "L2->SM bandwidth" and v2.utilization["tma"] > 0.9
+    assert v2.tflops <= 64 * g.l2_read_bytes_per_clk * g.clock_ghz * 1e-3
+    assert sim.predict(preset("v2"), N, N, N, gpu=wide).tflops > 1.4 * v2.tflops
+
+
+def test_ring_without_syncs_is_a_model_only_schedule():
+    s, notes = sim.model_schedule(preset("v2"), syncs_per_iter=0)
+    assert s.syncs_per_iter == 0 and notes
+    p = sim.predict(s, 4096, 4096, 4096, gpu="h100-sxm")
+    assert p.tflops > 0
+
+
+def test_profile_override_file(tmp_path):
+    (tmp_path / "h200-sxm.json").write_text('{"parameters": {"clock_ghz": 1.7}}')
+    assert load_profile("h200-sxm", tmp_path).clock_ghz == 1.7
+    assert load_profile("h100-sxm", tmp_path).clock_ghz == 1.83  # no file: built-in
+    (tmp_path / "h100-sxm.json").write_text('{"nope": 1}')
+    with pytest.raises(ValueError):
+        load_profile("h100-sxm", tmp_path)
+
+
+# ---- the seed's figures (H100 SXM, 8192^3 fp16, 128x128x64) ----
+# The model's parameters are not fitted to these. Where it misses, the marker says by
+# how much; strict=True turns a later pass (after calibration) into a prompt to drop it.
+def test_seed_v3_above_v1(seed):
+    assert seed["v3"].tflops > seed["v1"].tflops
+
+
+def test_seed_v1_540(seed):
+    assert seed["v1"].tflops == pytest.approx(540, rel=0.10)
+
+
+@pytest.mark.xfail(strict=True, reason="model predicts V2 ~574 TFLOPS, 10.8% above 518: V2 sits at 96% of "
+                   "the assumed aggregate L2 read bandwidth (5120 B/clk), which caps a 128x128 tile at "
+                   "~600 TFLOPS at 1.83 GHz; the seed's 518 (and its 68% DRAM) is not reproduced")
+def test_seed_v2_518(seed):
+    assert seed["v2"].tflops == pytest.approx(518, rel=0.10)
+
+
+@pytest.mark.xfail(strict=True, reason="model orders V1 523 < V3 563 < V2 574: V1's serial chain leaves "
+                   "the L2 13% idle, V2's ring fills it; V3 (1 CTA/SM) is L2-bound too and pays its "
+                   "prologue/epilogue unoverlapped. Nothing in the model makes V2 slower than V1 once "
+                   "both are near the L2 cap (the H200 measures V1 586 ~ V2 583)")
+def test_seed_v2_below_v1_and_v3_above_both(seed):
+    assert seed["v2"].tflops < seed["v1"].tflops < seed["v3"].tflops
+
+
+def test_seed_v1_reason_is_visible(seed):
+    p = seed["v1"]
+    assert p.bound == "latency" and "block-wide sync" in p.reason
+
+
+def test_seed_v2_reason_is_visible(seed):
+    """V2: the tensor cores idle at the block-wide syncs while the L2 share is saturated."""
+    p = seed["v2"]
+    assert "block-wide sync" in p.reason and "tensor cores" in p.reason and "L2" in p.reason
+    assert p.breakdown["tma_wait"] + p.breakdown.get("sync", 0) > 0.5
+
