@@ -32,6 +32,25 @@ def test_large_fp16(version, shape):
     _check(c, a, b, "float16")
 
 
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_large_bf16(version):
+    import gemm
+    m, n, k = 4096, 4096, 4096
+    a, b = random_operands(m, n, k, "bfloat16", seed=7)
+    c = poisoned(m, n, "bfloat16")
+    gemm.matmul(a, b, version=version, out=c)
+    _check(c, a, b, "bfloat16")
+
+
+def test_default_schedule_large():
+    import gemm
+    a, b = random_operands(8192, 8192, 8192, "float16", seed=8)
+    b = b.t().contiguous().t()   # the seed's layout: B stored [N, K]
+    c = poisoned(8192, 8192, "float16")
+    gemm.matmul(a, b, out=c)
+    _check(c, a, b, "float16")
+
+
 @pytest.mark.parametrize("shape", ODD, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("version", ["v1", "v2"])
