@@ -6,7 +6,9 @@ set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 bash experiments/device_smoke.sh tests/test_gpu_matmul.py
 for tool in memcheck racecheck synccheck; do
-  timeout 240 compute-sanitizer --tool "$tool" --print-limit 20 python3 -m experiments.sanitize_run \
+  # --report-api-errors no: torch and cupy probe driver entry points that do not exist
+  # (cuGetProcAddress errors), which are not kernel faults
+  timeout 240 compute-sanitizer --tool "$tool" --report-api-errors no --print-limit 20 python3 -m experiments.sanitize_run \
     > "$OUT/sanitize-$tool.log" 2>&1
   echo "compute-sanitizer $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitize-$tool.log" | tail -1)" \
     "$(grep -c ' ok$' "$OUT/sanitize-$tool.log") cases ok, $(grep -c WRONG "$OUT/sanitize-$tool.log") wrong"

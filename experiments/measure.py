@@ -118,6 +118,32 @@ def measure(schedules, m, n, k, dtype, b_major, writer, meta, log):
     return rows
 
 
+def seed_pair(log, repeats=3, iters=200):
+    """V1 against V2 at the seed's case (128x128x64, 2 stages, 8192^3 fp16, B stored
+    [N, K]): V1, V2 and cuBLAS take turns run by run, so the three see the same clock;
+    `repeats` independent medians of `iters` runs each show the spread."""
+    import torch
+    import gemm
+    from .reference import random_operands
+    sets = []
+    for seed in range(3):
+        a, b = random_operands(8192, 8192, 8192, "float16", seed=seed)
+        sets.append((a, b.t().contiguous().t()))
+    out = torch.empty((8192, 8192), dtype=torch.float16, device="cuda")
+    v1, v2 = preset("v1"), preset("v2")
+    fns = {"v1": lambda a, b: gemm.matmul(a, b, schedule=v1, out=out),
+           "v2": lambda a, b: gemm.matmul(a, b, schedule=v2, out=out),
+           "cublas": lambda a, b: torch.matmul(a, b, out=out)}
+    results = []
+    for r in range(repeats):
+        ms = time_interleaved(fns, sets, iters=iters)
+        t = {name: tflops(8192, 8192, 8192, v) for name, v in ms.items()}
+        results.append(t)
+        log(f"seed case, repeat {r}: V1 {t['v1']:.1f}  V2 {t['v2']:.1f}  cuBLAS {t['cublas']:.1f} TFLOPS"
+            f"  V2/V1 {t['v2'] / t['v1']:.4f}")
+    return results
+
+
 def host_overhead(log, calls=2000, profile=False):
     """Host microseconds per warm call at 256^3, back to back, for us and cupy.matmul."""
     import cupy
@@ -165,6 +191,8 @@ def main(argv=None):
     p.add_argument("--host-overhead", action="store_true", help="also time warm calls at 256^3")
     p.add_argument("--profile", action="store_true", help="with --host-overhead: cProfile the warm call")
     p.add_argument("--only-host", action="store_true", help="skip the GEMM sweep")
+    p.add_argument("--seed-pair", action="store_true",
+                   help="only V1 vs V2 vs cuBLAS at the seed's case, three-way interleaved, 3 x 200 runs")
     p.add_argument("--out", type=Path, default=Path("experiments/results/h200-sxm/measured.csv"))
     p.add_argument("--log", type=Path, default=None, help="also write the log here")
     args = p.parse_args(argv)
@@ -179,6 +207,9 @@ def main(argv=None):
 
     if args.only_host:
         host_overhead(log, profile=args.profile)
+        return 0
+    if args.seed_pair:
+        seed_pair(log)
         return 0
     meta = provenance()
     if args.quick:

@@ -221,21 +221,27 @@ class SmEngines:
         self.hbm_rate = gpu.hbm_bytes_per_clk_per_sm()
 
     # ---- tensor cores ----
-    def wgmma_clk(self, n: int) -> float:
+    def wgmma_clk(self, n: int, smem_write_bytes: float = 0.0) -> float:
         """Clocks one m64nNk16 occupies the SM's tensor cores: the math at 4096 FLOP/clk,
-        or the shared-memory reads of A (64x16) and B (Nx16) at 128 B/clk, the larger."""
+        or the shared-memory traffic at 128 B/clk, the larger: its reads of A (64x16) and
+        B (Nx16), plus `smem_write_bytes`, the TMA writes this instruction's share of the
+        K tile brought in (when the profile has TMA writes share the banks)."""
         math_clk = 2 * WGMMA_M * n * WGMMA_K / self.gpu.tensor_flops_per_clk
-        smem_clk = (WGMMA_M + n) * WGMMA_K * INPUT_BYTES / self.gpu.smem_bytes_per_clk
-        return max(math_clk, smem_clk)
+        smem = (WGMMA_M + n) * WGMMA_K * INPUT_BYTES
+        if self.gpu.tma_writes_share_smem:
+            smem += smem_write_bytes
+        return max(math_clk, smem / self.gpu.smem_bytes_per_clk)
 
-    def wgmma_group(self, instructions: int, n: int, trace: Trace | None, role: str) -> simpy.Event:
-        """Issue a committed group; the returned event fires when its results are in registers."""
+    def wgmma_group(self, instructions: int, n: int, trace: Trace | None, role: str,
+                    smem_write_bytes: float = 0.0) -> simpy.Event:
+        """Issue a committed group; the returned event fires when its results are in registers.
+        `smem_write_bytes`: TMA bytes written to shared memory per instruction (see wgmma_clk)."""
         done = self.env.event()
-        self.env.process(self._run_group(instructions, n, done, trace, role))
+        self.env.process(self._run_group(instructions, n, done, trace, role, smem_write_bytes))
         return done
 
-    def _run_group(self, instructions, n, done, trace, role):
-        occ = instructions * self.wgmma_clk(n)
+    def _run_group(self, instructions, n, done, trace, role, smem_write_bytes=0.0):
+        occ = instructions * self.wgmma_clk(n, smem_write_bytes)
         with self.tensor.request() as req:
             yield req
             t0 = self.env.now
@@ -247,17 +253,20 @@ class SmEngines:
         done.succeed()
 
     # ---- TMA ----
-    def tma_load(self, nbytes: int, mbar: Mbarrier, trace: Trace | None, name: str) -> None:
-        """Start a bulk tensor copy (the issuing thread pays `tma_issue_clk` itself)."""
-        self.env.process(self._run_tma(nbytes, mbar, trace, name))
+    def tma_load(self, nbytes: int, mbar: Mbarrier, trace: Trace | None, name: str,
+                 requests: int | None = None) -> None:
+        """Start a bulk tensor copy (the issuing thread pays `tma_issue_clk` itself).
+        `requests`: L2 requests the box makes (one per box row of <= 128 B)."""
+        self.env.process(self._run_tma(nbytes, mbar, trace, name, requests or math.ceil(nbytes / 128)))
 
-    def _run_tma(self, nbytes, mbar, trace, name):
+    def _run_tma(self, nbytes, mbar, trace, name, requests):
         t0 = self.env.now
         yield self.inflight.get(nbytes)
         yield self.env.timeout(self.latency_clk)
         # the L2 -> SM transfer and, for the lines that miss, the SM's share of HBM run
         # side by side (line by line); the copy is done when the slower one is
-        port_dt = nbytes / self.l2_rate
+        # the SM's L2 path: its byte rate, or one request per l2_request_clk, the slower
+        port_dt = max(nbytes / self.l2_rate, requests * self.gpu.l2_request_clk)
         hbm_dt = nbytes * self.miss_rate / self.hbm_rate
         hreq = self.hbm.request()
         preq = self.l2_path.request()

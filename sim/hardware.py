@@ -52,6 +52,9 @@ class GpuProfile:
     tensor_flops_per_clk: int = 4096         # [datasheet] dense fp16/bf16, 4 tensor cores x 512 FMA/clk
     # shared-memory bandwidth that feeds WGMMA's A and B operands (SS mode):
     smem_bytes_per_clk: int = 128            # [datasheet] 32 banks x 4 B per clock
+    # [assumed] TMA's writes into shared memory take the same 128 B/clk that WGMMA reads its
+    # A and B operands from: the SM's shared memory is one set of 32 banks.
+    tma_writes_share_smem: bool = True
     wgmma_issue_clk: int = 8                 # [assumed] per wgmma.mma_async instruction, per warpgroup
     wgmma_fence_commit_clk: int = 16         # [assumed] wgmma.fence + commit_group per group
     # result latency of a WGMMA group after its last instruction leaves the tensor cores,
@@ -62,8 +65,12 @@ class GpuProfile:
     tma_issue_clk: int = 40                  # [assumed] one elected thread, per tensor copy
     # round trip of a TMA box that hits L2, before its bytes stream in; the transfer at
     # the SM's L2 share and the FIFO wait behind the SM's other boxes are modelled on
-    # top. [assumed] order of magnitude; sensitivity in sim/README.md.
-    tma_latency_ns: float = 500.0
+    # top. [measured] 250 ns (was an assumed 500): V1 128x192x16 on the H200 (2 CTAs/SM,
+    # latency-bound) takes 773 ns per K iteration per CTA at the sampled 1.965 GHz, of
+    # which 320 box rows x 2 clk = 326 ns is the transfer and ~500 clk (~255 ns) the
+    # WGMMAs, their tail, the syncs and issue: ~190 ns + the HBM-miss share remain.
+    # Held in: the V1 128x192 rows (block_k 16, 32, 64); sensitivity in sim/README.md.
+    tma_latency_ns: float = 250.0
     # the same for a box with lines that miss L2 and come from HBM. [assumed] loaded.
     hbm_latency_ns: float = 800.0
     tma_inflight_bytes: int = 256 * 1024     # [assumed] per-SM bytes in flight the TMA unit tracks
@@ -71,14 +78,21 @@ class GpuProfile:
     # L2 -> SM path: bytes per SM clock one SM can receive. [assumed] 64 B/clk (one 128-B
     # line per two clocks).
     l2_sm_bytes_per_clk: float = 64.0
-    # Aggregate L2 read bandwidth, bytes per SM clock for the whole GPU. [assumed] 5120:
-    # the A100 whitepaper's figure ("5120 bytes/clk" L2 read bandwidth vs V100's 2048);
-    # the Hopper whitepaper does not restate it, so GH100 is assumed to be no wider.
-    # Counted on the SM clock (A100: 5120 B x 1.41 GHz = 7.2 TB/s, the usual reading of
-    # that figure) and assumed to follow the SM clock under power capping. Below the
-    # per-SM ports' sum (132 x 64 = 8448 B/clk), so it binds when every SM pulls: each
-    # SM then gets an even share, 5120 / 132 = 38.8 B/clk.
-    l2_read_bytes_per_clk: float = 5120.0
+    # ... and at most one L2 request per `l2_request_clk` SM clocks, whatever its length:
+    # TMA asks L2 for each row of a box (block_k x 2 bytes: 32, 64 or 128 B) as one request.
+    # [measured] 2 clk: the block_k=16 rows of experiments/results/h200-sxm/measured.csv
+    # (32-B rows; V1 and V2 alike) move one box row per 2.0-2.2 clocks per SM at the clock
+    # nvidia-smi sampled after each run (1.8-1.98 GHz), whatever the tile, stages or CTAs/SM;
+    # it is the same "one 128-B line per two clocks" as the 64 B/clk above, for short rows.
+    l2_request_clk: float = 2.0
+    # Aggregate L2 read bandwidth, bytes per SM clock for the whole GPU. Was [assumed] 5120
+    # (the A100 whitepaper's "5120 bytes/clk"), which capped a 128x128 tile at ~61% of the
+    # tensor peak. [measured] refuted by the H200 sweep (experiments/results/h200-sxm/
+    # measured.csv): 64x256x64 V2 (2 stages) moves 21.5 GB L2->SM in 1.87 ms = 11.5 TB/s
+    # and 64x128x64 V1 25.8 GB in 2.31 ms = 11.2 TB/s, i.e. >= 5800 B/clk even at the
+    # 1.98 GHz maximum clock. Now the ports' sum (132 x 64 = 8448 B/clk): no aggregate
+    # limit beyond the per-SM ports (and their request rate, l2_request_clk).
+    l2_read_bytes_per_clk: float = 8448.0
     l2_bytes: int = 50 * 1024 * 1024         # [datasheet] 50 MB
     hbm_tbs: float = 3.35                    # [datasheet]
     hbm_efficiency: float = 0.85             # [assumed] achievable fraction of the datasheet bandwidth

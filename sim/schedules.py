@@ -12,6 +12,7 @@ Every knob of the Schedule is read here; nothing is special-cased by preset name
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import simpy
 
@@ -54,6 +55,12 @@ class Cta:
         self.full = [Mbarrier(env, 1) for _ in range(s.stages)]
         self.empty = [Mbarrier(env, s.consumer_warpgroups) for _ in range(s.stages)]
         self.k_steps = s.block_k // WGMMA_K
+        # L2 requests of one K tile's boxes: one per row of <= 128 B (K-major, 128-B swizzle)
+        per_row = math.ceil(s.block_k * INPUT_BYTES / 128)
+        self.a_requests, self.b_requests = s.block_m * per_row, s.block_n * per_row
+        # TMA bytes written to shared memory per WGMMA instruction of the K tile
+        self.smem_write_per_instr = s.k_iteration_bytes / (self.k_steps * s.m_tiles_per_warpgroup
+                                                            * s.consumer_warpgroups)
 
     # ---- small timed steps, recorded when tracing ----
     def _step(self, role, name, cat, clk):
@@ -80,14 +87,14 @@ class Cta:
         yield from self._step(role, f"TMA issue k={it}", "tma_issue",
                               g.mbarrier_arrive_clk + 2 * g.tma_issue_clk)
         self.full[st].arrive(expect_tx=self.a_bytes + self.b_bytes)
-        self.eng.tma_load(self.a_bytes, self.full[st], self.trace, f"A k={it}")
-        self.eng.tma_load(self.b_bytes, self.full[st], self.trace, f"B k={it}")
+        self.eng.tma_load(self.a_bytes, self.full[st], self.trace, f"A k={it}", self.a_requests)
+        self.eng.tma_load(self.b_bytes, self.full[st], self.trace, f"B k={it}", self.b_requests)
 
     def _mma(self, role, it, instructions):
         g = self.gpu
         yield from self._step(role, f"WGMMA issue k={it}", "issue",
                               g.wgmma_fence_commit_clk + instructions * g.wgmma_issue_clk)
-        return self.eng.wgmma_group(instructions, self.s.wgmma_n, self.trace, role)
+        return self.eng.wgmma_group(instructions, self.s.wgmma_n, self.trace, role, self.smem_write_per_instr)
 
     def _epilogue(self, role):
         s, g = self.s, self.gpu

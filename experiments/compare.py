@@ -1,0 +1,213 @@
+"""Measured vs predicted: python -m experiments.compare [--gpu h200-sxm]
+
+Reads experiments/results/<gpu>/measured.csv (experiments.measure), runs sim.predict
+for every row (the row's schedule: version, tile, stages; its shape and dtype; the GPU
+profile of the same name), and writes into experiments/results/<gpu>/
+  compare.csv   every measured column, then predicted_tflops, predicted_ms,
+                error_ratio (predicted / measured TFLOPS), error_pct, predicted_ctas_per_sm,
+                predicted_bound and held_out (False for a row that informed a model
+                parameter; see HELD_IN below and sim/README.md)
+  compare.png   predicted vs measured TFLOPS, one point per row
+and prints a summary: median and max absolute % error (all rows, and held-out rows),
+the Spearman rank correlation, CTAs/SM agreement, and the rows the model gets worst.
+No GPU needed.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import statistics
+import sys
+from pathlib import Path
+
+RESULTS = Path(__file__).with_name("results")
+
+# Rows (per GPU) whose measured figures informed a model parameter, by
+# (version, block_m, block_n, block_k, stages). Every other row is held out.
+# Keep this in step with the parameter notes in sim/hardware.py and sim/README.md.
+HELD_IN: dict[str, set[tuple]] = {
+    "h200-sxm": set(),
+}
+
+EXTRA_COLUMNS = ["predicted_tflops", "predicted_ms", "error_ratio", "error_pct",
+                 "predicted_ctas_per_sm", "predicted_bound", "held_out"]
+
+
+def read_measured(path: Path) -> tuple[list[str], list[dict]]:
+    """Header comment lines and the rows of a measured.csv."""
+    lines = path.read_text().splitlines()
+    comments = [ln for ln in lines if ln.startswith("#")]
+    body = [ln for ln in lines if ln.strip() and not ln.startswith("#")]
+    return comments, list(csv.DictReader(body))
+
+
+def row_key(r: dict) -> tuple:
+    return (r["version"], int(r["block_m"]), int(r["block_n"]), int(r["block_k"]), int(r["stages"]))
+
+
+def row_schedule(r: dict):
+    """The Schedule experiments.measure built for this row (gemm.schedule.preset)."""
+    from gemm.schedule import preset
+    version = r["version"]
+    over = {"block_m": int(r["block_m"]), "block_n": int(r["block_n"]), "block_k": int(r["block_k"])}
+    if version != "v1":
+        over["stages"] = int(r["stages"])
+    return preset(version, **over)
+
+
+def spearman(x: list[float], y: list[float]) -> float:
+    """Spearman rank correlation (average ranks for ties); no scipy."""
+    def ranks(v):
+        order = sorted(range(len(v)), key=lambda i: v[i])
+        r = [0.0] * len(v)
+        i = 0
+        while i < len(v):
+            j = i
+            while j + 1 < len(v) and v[order[j + 1]] == v[order[i]]:
+                j += 1
+            for t in range(i, j + 1):
+                r[order[t]] = (i + j) / 2 + 1
+            i = j + 1
+        return r
+    if len(x) < 2:
+        return float("nan")
+    rx, ry = ranks(x), ranks(y)
+    mx, my = statistics.fmean(rx), statistics.fmean(ry)
+    sxy = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    sxx = math.sqrt(sum((a - mx) ** 2 for a in rx))
+    syy = math.sqrt(sum((b - my) ** 2 for b in ry))
+    return sxy / (sxx * syy) if sxx and syy else float("nan")
+
+
+def compare(gpu: str = "h200-sxm", results: Path = RESULTS, plot: bool = True,
+            held_in: set | None = None, profile=None) -> dict:
+    """Predict every measured row; write compare.csv (and compare.png); return a summary."""
+    import sim
+    from gemm.schedule import ScheduleError
+
+    folder = Path(results) / gpu
+    comments, rows = read_measured(folder / "measured.csv")
+    held_in = HELD_IN.get(gpu, set()) if held_in is None else held_in
+    out_rows = []
+    for r in rows:
+        out = dict(r)
+        try:
+            s = row_schedule(r)
+            p = sim.predict(s, int(r["m"]), int(r["n"]), int(r["k"]), gpu=profile or gpu, dtype=r["dtype"])
+            meas = float(r["tflops"])
+            out.update(predicted_tflops=f"{p.tflops:.1f}", predicted_ms=f"{p.ms:.4f}",
+                       error_ratio=f"{p.tflops / meas:.4f}", error_pct=f"{100 * (p.tflops / meas - 1):+.1f}",
+                       predicted_ctas_per_sm=p.ctas_per_sm, predicted_bound=p.bound)
+        except ScheduleError as e:
+            out.update(predicted_tflops="", predicted_ms="", error_ratio="", error_pct="",
+                       predicted_ctas_per_sm="", predicted_bound=f"refused: {e}")
+        out["held_out"] = row_key(r) not in held_in
+        out_rows.append(out)
+
+    fields = list(rows[0].keys()) if rows else []
+    fields += [c for c in EXTRA_COLUMNS if c not in fields]
+    with open(folder / "compare.csv", "w", newline="") as f:
+        for c in comments:
+            f.write(c + "\n")
+        f.write(f"# compared by python -m experiments.compare --gpu {gpu}: sim.predict on profile {gpu}; "
+                "error_ratio = predicted / measured TFLOPS; held_out False = the row informed a model parameter\n")
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        w.writerows(out_rows)
+
+    summary = summarize(out_rows)
+    summary["csv"] = str(folder / "compare.csv")
+    if plot and summary["n"]:
+        summary["png"] = str(plot_rows(out_rows, folder / "compare.png", gpu, summary))
+    return summary
+
+
+def summarize(rows: list[dict]) -> dict:
+    done = [r for r in rows if r["predicted_tflops"] != ""]
+    err = [abs(float(r["error_ratio"]) - 1) * 100 for r in done]
+    held = [abs(float(r["error_ratio"]) - 1) * 100 for r in done if r["held_out"]]
+    meas = [float(r["tflops"]) for r in done]
+    pred = [float(r["predicted_tflops"]) for r in done]
+    ctas_ok = sum(1 for r in done if str(r.get("ctas_per_sm", "")) == str(r["predicted_ctas_per_sm"]))
+    worst = sorted(done, key=lambda r: -abs(float(r["error_ratio"]) - 1))[:8]
+    return {
+        "n": len(done), "refused": len(rows) - len(done), "held_out": len(held),
+        "median_abs_pct": statistics.median(err) if err else float("nan"),
+        "max_abs_pct": max(err) if err else float("nan"),
+        "median_abs_pct_held_out": statistics.median(held) if held else float("nan"),
+        "max_abs_pct_held_out": max(held) if held else float("nan"),
+        "mean_signed_pct": statistics.fmean(float(r["error_ratio"]) * 100 - 100 for r in done) if done else float("nan"),
+        "spearman": spearman(meas, pred), "ctas_per_sm_match": ctas_ok,
+        "worst": [(r["version"], f"{r['block_m']}x{r['block_n']}x{r['block_k']}", int(r["stages"]),
+                   float(r["tflops"]), float(r["predicted_tflops"]), r["error_pct"]) for r in worst],
+    }
+
+
+def plot_rows(rows, path: Path, gpu: str, summary: dict) -> Path:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    done = [r for r in rows if r["predicted_tflops"] != ""]
+    fig, ax = plt.subplots(figsize=(6.4, 6.0))
+    colors = {16: "tab:red", 32: "tab:orange", 64: "tab:blue"}
+    markers = {"v1": "o", "v2": "^"}
+    for r in done:
+        bk = int(r["block_k"])
+        ax.scatter(float(r["tflops"]), float(r["predicted_tflops"]), c=colors.get(bk, "gray"),
+                   marker=markers.get(r["version"], "s"), s=36,
+                   edgecolors="black" if not r["held_out"] else "none", linewidths=1.2)
+    hi = max(max(float(r["tflops"]), float(r["predicted_tflops"])) for r in done) * 1.08
+    ax.plot([0, hi], [0, hi], "k-", lw=0.8)
+    for f in (0.9, 1.1):
+        ax.plot([0, hi], [0, hi * f], "k:", lw=0.6)
+    ax.set_xlim(0, hi)
+    ax.set_ylim(0, hi)
+    ax.set_xlabel("measured TFLOPS")
+    ax.set_ylabel("predicted TFLOPS (sim.predict)")
+    ax.set_title(f"{gpu}: {summary['n']} runs; median |err| {summary['median_abs_pct']:.1f}%, "
+                 f"max {summary['max_abs_pct']:.1f}%, Spearman {summary['spearman']:.2f}", fontsize=9)
+    from matplotlib.lines import Line2D
+    handles = [Line2D([], [], ls="", marker="o", c=c, label=f"block_k {bk}") for bk, c in colors.items()]
+    handles += [Line2D([], [], ls="", marker=m, c="gray", label=v) for v, m in markers.items()]
+    handles += [Line2D([], [], ls="", marker="o", mfc="white", mec="black", label="informed a parameter")]
+    ax.legend(handles=handles, loc="upper left", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def format_summary(gpu: str, s: dict) -> str:
+    lines = [
+        f"{gpu}: {s['n']} rows predicted ({s['refused']} refused), {s['held_out']} held out of any parameter choice",
+        f"  |error| median {s['median_abs_pct']:.1f}%, max {s['max_abs_pct']:.1f}%   "
+        f"(held-out rows: median {s['median_abs_pct_held_out']:.1f}%, max {s['max_abs_pct_held_out']:.1f}%)",
+        f"  mean signed error {s['mean_signed_pct']:+.1f}%   Spearman rank correlation {s['spearman']:.3f}   "
+        f"CTAs/SM match the occupancy API on {s['ctas_per_sm_match']}/{s['n']} rows",
+        "  worst rows (version tile stages: measured -> predicted TFLOPS, error):",
+    ]
+    lines += [f"    {v} {t} s{st}: {m:.0f} -> {p:.0f} ({e}%)" for v, t, st, m, p, e in s["worst"]]
+    lines.append(f"  wrote {s['csv']}" + (f" and {s['png']}" if s.get("png") else ""))
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m experiments.compare", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gpu", default=None, help="results folder / profile name (default: every folder "
+                    "under experiments/results with a measured.csv)")
+    ap.add_argument("--results", type=Path, default=RESULTS)
+    ap.add_argument("--no-plot", action="store_true")
+    a = ap.parse_args(argv)
+    gpus = [a.gpu] if a.gpu else sorted(p.parent.name for p in Path(a.results).glob("*/measured.csv"))
+    if not gpus:
+        ap.exit(2, f"no measured.csv under {a.results}\n")
+    for gpu in gpus:
+        print(format_summary(gpu, compare(gpu, a.results, plot=not a.no_plot)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
