@@ -17,13 +17,13 @@ what keeps a stage from being refilled while WGMMA still reads it.
 from numba import cuda, uint8
 
 from .. import ptx
-from .tiles import make_barrier_init, make_epilogue, make_tile_loader, make_tile_mma
+from .tiles import make_block_setup, make_epilogue, make_tile_loader, make_tile_mma
 
 
 def build_ring_kernel(config):
-    BM, BN, BK, STAGES = config.block_m, config.block_n, config.block_k, config.stages
+    BN, BK, STAGES = config.block_n, config.block_k, config.stages
     FULL = config.barrier_offset
-    init_barriers = make_barrier_init(config)
+    setup = make_block_setup(config)
     load_k_tile = make_tile_loader(config)
     mma_k_tile = make_tile_mma(config)
     epilogue = make_epilogue(config)
@@ -31,13 +31,8 @@ def build_ring_kernel(config):
 
     def ring_kernel(tmap_a, tmap_b, c, ldc, m, n, k, pair_ok):
         smem = cuda.shared.array(0, uint8, alignment=1024)
-        base = (ptx.shared_base(smem) + 1023) & -1024
+        base, off_m, off_n = setup(smem, tmap_a, tmap_b)
         tid = cuda.threadIdx.x
-        off_m = cuda.blockIdx.x * BM
-        off_n = cuda.blockIdx.y * BN
-        if tid == 0:
-            init_barriers(base, tmap_a, tmap_b)
-        cuda.syncthreads()
 
         num_iters = (k + BK - 1) // BK
         # prefill: guarded for a K loop shorter than the ring

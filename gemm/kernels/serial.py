@@ -13,13 +13,13 @@ M, N, K, and whether C's column pairs are 4-byte aligned.
 from numba import cuda, uint8
 
 from .. import ptx
-from .tiles import make_barrier_init, make_epilogue, make_tile_loader, make_tile_mma
+from .tiles import make_block_setup, make_epilogue, make_tile_loader, make_tile_mma
 
 
 def build_serial_kernel(config):
-    BM, BN, BK = config.block_m, config.block_n, config.block_k
+    BN, BK = config.block_n, config.block_k
     FULL = config.barrier_offset
-    init_barriers = make_barrier_init(config)
+    setup = make_block_setup(config)
     load_k_tile = make_tile_loader(config)
     mma_k_tile = make_tile_mma(config)
     epilogue = make_epilogue(config)
@@ -27,13 +27,8 @@ def build_serial_kernel(config):
 
     def serial_kernel(tmap_a, tmap_b, c, ldc, m, n, k, pair_ok):
         smem = cuda.shared.array(0, uint8, alignment=1024)
-        base = (ptx.shared_base(smem) + 1023) & -1024
+        base, off_m, off_n = setup(smem, tmap_a, tmap_b)
         tid = cuda.threadIdx.x
-        off_m = cuda.blockIdx.x * BM
-        off_n = cuda.blockIdx.y * BN
-        if tid == 0:
-            init_barriers(base, tmap_a, tmap_b)
-        cuda.syncthreads()
 
         acc = zeros()
         phase = 0

@@ -8,35 +8,36 @@ from .. import ptx
 from ..smem_layout import ELEMENT_BYTES
 
 
+def _make_operand_loader(layout, region_offset):
+    """`load(smem_base, stage, k0, mn0, tmap, full)`: the TMA boxes of one operand's
+    K tile (A: mn0 = off_m; B: mn0 = off_n) into its ring slot `stage`."""
+    TILE, BOXES, BOX_BYTES, STEP = layout.tile_bytes, layout.boxes, layout.box_bytes, layout.row_elems
+    K_MAJOR = layout.major == "k"
+
+    @register_jitable(inline="always")
+    def load(smem_base, stage, k0, mn0, tmap, full):
+        for i in range(BOXES):
+            dst = smem_base + region_offset + stage * TILE + i * BOX_BYTES
+            if K_MAJOR:    # the tensor map is [MN rows, K columns]: boxes step along K
+                ptx.tma_load_2d(dst, tmap, k0 + i * STEP, mn0, full)
+            else:          # [K rows, MN columns]: boxes step along MN
+                ptx.tma_load_2d(dst, tmap, mn0 + i * STEP, k0, full)
+    return load
+
+
 def make_tile_loader(config):
     """`load(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b)`: one thread
     announces the K tile's bytes on the stage's mbarrier and issues its TMA boxes."""
-    a, b = config.a_layout, config.b_layout
-    A_TILE, B_TILE = a.tile_bytes, b.tile_bytes
-    A_BASE, B_BASE, BARRIERS = config.a_offset, config.b_offset, config.barrier_offset
-    A_BOXES, B_BOXES = a.boxes, b.boxes
-    A_BOX_BYTES, B_BOX_BYTES = a.box_bytes, b.box_bytes
-    A_STEP, B_STEP = a.row_elems, b.row_elems
-    A_K_MAJOR, B_K_MAJOR = a.major == "k", b.major == "k"
-    BK, TX = config.block_k, config.tx_bytes
+    load_a = _make_operand_loader(config.a_layout, config.a_offset)
+    load_b = _make_operand_loader(config.b_layout, config.b_offset)
+    BARRIERS, BK, TX = config.barrier_offset, config.block_k, config.tx_bytes
 
     @register_jitable(inline="always")
     def load(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b):
         full = uint32(smem_base + BARRIERS + 8 * stage)
         ptx.mbarrier_arrive_expect_tx(full, TX)
-        k0 = k_tile * BK
-        for i in range(A_BOXES):
-            dst = smem_base + A_BASE + stage * A_TILE + i * A_BOX_BYTES
-            if A_K_MAJOR:
-                ptx.tma_load_2d(dst, tmap_a, k0 + i * A_STEP, off_m, full)
-            else:
-                ptx.tma_load_2d(dst, tmap_a, off_m + i * A_STEP, k0, full)
-        for i in range(B_BOXES):
-            dst = smem_base + B_BASE + stage * B_TILE + i * B_BOX_BYTES
-            if B_K_MAJOR:
-                ptx.tma_load_2d(dst, tmap_b, k0 + i * B_STEP, off_n, full)
-            else:
-                ptx.tma_load_2d(dst, tmap_b, off_n + i * B_STEP, k0, full)
+        load_a(smem_base, stage, k_tile * BK, off_m, tmap_a, full)
+        load_b(smem_base, stage, k_tile * BK, off_n, tmap_b, full)
     return load
 
 
@@ -75,18 +76,22 @@ def make_epilogue(config):
     return epilogue
 
 
-def make_barrier_init(config):
-    """`init(smem_base, tmap_a, tmap_b)`: thread 0 acquires the tensor maps and
-    sets up one full mbarrier (count 1) per stage; the caller syncs afterwards."""
+def make_block_setup(config):
+    """`base, off_m, off_n = setup(smem, tmap_a, tmap_b)`: the ring's 1024-byte
+    aligned shared address and this CTA's tile corner; thread 0 acquires the tensor
+    maps and sets up one full mbarrier (count 1) per stage; then the block syncs."""
+    BM, BN = config.block_m, config.block_n
     BARRIERS, STAGES = config.barrier_offset, config.stages
 
     @register_jitable(inline="always")
-    def init(smem_base, tmap_a, tmap_b):
-        ptx.fence_tensormap_acquire(tmap_a)
-        ptx.fence_tensormap_acquire(tmap_b)
-        for s in range(STAGES):
-            ptx.mbarrier_init(smem_base + BARRIERS + 8 * s, 1)
-        ptx.fence_mbarrier_init()
-    return init
-
-
+    def setup(smem, tmap_a, tmap_b):
+        base = (ptx.shared_base(smem) + 1023) & -1024
+        if cuda.threadIdx.x == 0:
+            ptx.fence_tensormap_acquire(tmap_a)
+            ptx.fence_tensormap_acquire(tmap_b)
+            for s in range(STAGES):
+                ptx.mbarrier_init(base + BARRIERS + 8 * s, 1)
+            ptx.fence_mbarrier_init()
+        cuda.syncthreads()
+        return base, cuda.blockIdx.x * BM, cuda.blockIdx.y * BN
+    return setup
