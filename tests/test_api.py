@@ -85,3 +85,25 @@ def test_valid_input_without_gpu_says_so():
     a, b = _pair()
     with pytest.raises(DeviceError, match=r"(no CUDA GPU|compute capability)"):
         gemm.matmul(a, b)
+
+
+def test_gpu_that_is_not_hopper_is_refused(monkeypatch):
+    cuda_core = pytest.importorskip("cuda.core")
+    from types import SimpleNamespace
+
+    from gemm import launch
+
+    class Ampere:
+        name = "NVIDIA A100-SXM4-80GB"
+        compute_capability = SimpleNamespace(major=8, minor=0)
+
+        def set_current(self):
+            pass
+
+    monkeypatch.setattr(cuda_core, "Device", Ampere)
+    launch.device.cache_clear()
+    try:
+        with pytest.raises(launch.DeviceError, match=r"compute capability 8\.0.*only on compute capability 9\.0"):
+            gemm.matmul(*_pair())
+    finally:
+        launch.device.cache_clear()
