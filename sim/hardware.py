@@ -66,7 +66,8 @@ class GpuProfile:
     # round trip of a TMA box that hits L2, before its bytes stream in; the transfer at
     # the SM's L2 share and the FIFO wait behind the SM's other boxes are modelled on
     # top. [measured] 250 ns (was an assumed 500): V1 128x192x16 on the H200 (2 CTAs/SM,
-    # latency-bound) takes 773 ns per K iteration per CTA at the sampled 1.965 GHz, of
+    # latency-bound) takes 773-795 ns per K iteration per CTA (two sweeps) at the sampled
+    # 1.92-1.965 GHz, of
     # which 320 box rows x 2 clk = 326 ns is the transfer and ~500 clk (~255 ns) the
     # WGMMAs, their tail, the syncs and issue: ~190 ns + the HBM-miss share remain.
     # Held in: the V1 128x192 rows (block_k 16, 32, 64); sensitivity in sim/README.md.
@@ -88,8 +89,8 @@ class GpuProfile:
     # Aggregate L2 read bandwidth, bytes per SM clock for the whole GPU. Was [assumed] 5120
     # (the A100 whitepaper's "5120 bytes/clk"), which capped a 128x128 tile at ~61% of the
     # tensor peak. [measured] refuted by the H200 sweep (experiments/results/h200-sxm/
-    # measured.csv): 64x256x64 V2 (2 stages) moves 21.5 GB L2->SM in 1.87 ms = 11.5 TB/s
-    # and 64x128x64 V1 25.8 GB in 2.31 ms = 11.2 TB/s, i.e. >= 5800 B/clk even at the
+    # measured.csv, two sweeps): 64x256x64 V2 (2 stages) moves 21.5 GB L2->SM in 1.79-1.87 ms
+    # = 11.5-12.0 TB/s and 64x128x64 V1 25.8 GB in 2.31-2.39 ms = 10.8-11.2 TB/s: >= 5800 B/clk even at the
     # 1.98 GHz maximum clock. Now the ports' sum (132 x 64 = 8448 B/clk): no aggregate
     # limit beyond the per-SM ports (and their request rate, l2_request_clk).
     l2_read_bytes_per_clk: float = 8448.0

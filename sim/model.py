@@ -87,15 +87,19 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
 
     flops = 2.0 * m * n * k
     hz = prof.clock_ghz * 1e9
+    # L2 requests: one per box row of <= 128 B; each SM's path takes one per l2_request_clk
+    requests = tm * tn * k_iters * (s.block_m + s.block_n) * math.ceil(s.block_k * 2 / 128)
+    l2_time = max(traffic["l2_to_sm_bytes"] / (prof.l2_feed_bytes_per_clk() * hz),
+                  requests * prof.l2_request_clk / prof.sm_count / hz)
     floors = {
         "tensor cores": flops / (prof.peak_tflops * 1e12),
-        "L2->SM bandwidth": traffic["l2_to_sm_bytes"] / (prof.l2_feed_bytes_per_clk() * hz),
+        "L2->SM bandwidth": l2_time,
         "HBM bandwidth": traffic["hbm_bytes"] / (prof.hbm_tbs * 1e12 * prof.hbm_efficiency),
     }
     t = max(sim_s, *floors.values()) + prof.launch_us * 1e-6
     util = {
         "tensor": flops / (prof.peak_tflops * 1e12) / t,
-        "tma": traffic["l2_to_sm_bytes"] / (prof.l2_feed_bytes_per_clk() * hz) / t,
+        "tma": l2_time / t,
         "hbm": traffic["hbm_bytes"] / (prof.hbm_tbs * 1e12) / t,
     }
 
