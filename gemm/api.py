@@ -168,15 +168,14 @@ def matmul(a, b, stages=None, *, version=None, schedule=None, out=None):
         if n > 1 and O.strides[1] != 1:
             raise ValueError(f"out must have contiguous columns (stride 1), got strides {O.strides} elements")
 
-    from .launch import device, launch
-    from .tensormap import cache as tensormaps
+    from .launch import device, launch_gemm
     dev = device()
     if A.kind != "numpy" and A.device_id != dev.device_id:
         raise ValueError(f"the inputs are on GPU {A.device_id}, the current device is {dev.device_id}")
-    return _run(sched, A, B, O, m, n, k, dev, launch, tensormaps)
+    return _run(sched, A, B, O, m, n, k, dev, launch_gemm)
 
 
-def _run(sched, A, B, O, m, n, k, dev, launch, tensormaps):
+def _run(sched, A, B, O, m, n, k, dev, launch_gemm):
     import cupy
     keep = []  # buffers that must outlive the launch
 
@@ -208,7 +207,6 @@ def _run(sched, A, B, O, m, n, k, dev, launch, tensormaps):
     a_major = "k" if a_order == "row" else "mn"
     b_major = "mn" if b_order == "row" else "k"
     loaded = _kernel(sched, A.dtype, a_major, b_major)
-    cfg = loaded.config
 
     # result buffer
     if O is not None and O.kind != "numpy":
@@ -224,11 +222,8 @@ def _run(sched, A, B, O, m, n, k, dev, launch, tensormaps):
     if k == 0 or m == 0 or n == 0:
         _zero(result, A.kind)
     else:
-        a_map = tensormaps.get(a_addr, A.dtype, *(_map_dims(cfg.a_layout, a_major, m, k, lda)))
-        b_map = tensormaps.get(b_addr, B.dtype, *(_map_dims(cfg.b_layout, b_major, n, k, ldb)))
-        pair_ok = c_addr % 4 == 0 and ldc % 2 == 0
-        launch(loaded, cfg.grid(m, n), _stream_handle(A.kind, dev.device_id), a_map, b_map, c_addr,
-               ldc, m, n, k, pair_ok)
+        launch_gemm(loaded, a_addr, lda, b_addr, ldb, c_addr, ldc, m, n, k,
+                    _stream_handle(A.kind, dev.device_id))
 
     if A.kind == "numpy":
         host = result.get().view(A.array.dtype)
@@ -237,12 +232,6 @@ def _run(sched, A, B, O, m, n, k, dev, launch, tensormaps):
             return O.array
         return host
     return result
-
-
-def _map_dims(layout, major, mn, k, ld):
-    """(inner, outer, row stride bytes, box, swizzle) of an operand's tensor map."""
-    inner, outer = (k, mn) if major == "k" else (mn, k)
-    return inner, outer, ld * 2, layout.box, layout.swizzle
 
 
 def _zero(result, kind):

@@ -17,7 +17,7 @@ from pathlib import Path
 from .kernels import KernelConfig, build
 
 ARCH = (9, 0, "a")
-SIGNATURE = "void(int64, int64, int64, int64, int32, int32, int32, uint32)"
+SIGNATURE = "void(int64, int64, int64, int64, int32, int32, int32, uint32, int64)"
 
 
 @dataclass(frozen=True)

@@ -75,7 +75,7 @@ def load_kernel(config: KernelConfig) -> LoadedKernel:
     return LoadedKernel(config, handle, config.shared_bytes, config.threads, kernel.occupancy)
 
 
-_ARG_TYPES = (ctypes.c_int64,) * 4 + (ctypes.c_int32,) * 3 + (ctypes.c_uint32,)
+_ARG_TYPES = (ctypes.c_int64,) * 4 + (ctypes.c_int32,) * 3 + (ctypes.c_uint32, ctypes.c_int64)
 
 
 @lru_cache(maxsize=64)
@@ -85,12 +85,32 @@ def _stream(handle: int):
 
 
 def launch(loaded: LoadedKernel, grid, stream_handle: int, tmap_a: int, tmap_b: int, c: int,
-           ldc: int, m: int, n: int, k: int, pair_ok: bool) -> None:
+           ldc: int, m: int, n: int, k: int, pair_ok: bool, probe: int = 0) -> None:
     """cuLaunchKernel with the arguments packed by cuda.bindings: a few
     microseconds, against tens for a numba or cuda.core launch."""
     from cuda.bindings import driver
     err, = driver.cuLaunchKernel(loaded.function, grid[0], grid[1], grid[2], loaded.threads, 1, 1,
                                  loaded.shared_bytes, _stream(stream_handle),
-                                 ((tmap_a, tmap_b, c, ldc, m, n, k, int(pair_ok)), _ARG_TYPES), 0)
+                                 ((tmap_a, tmap_b, c, ldc, m, n, k, int(pair_ok), probe), _ARG_TYPES), 0)
     if err != driver.CUresult.CUDA_SUCCESS:
         raise RuntimeError(f"kernel launch failed: {driver.cuGetErrorName(err)[1]}")
+
+
+def map_dims(layout, mn: int, k: int, ld: int):
+    """encode_2d's (inner, outer, row stride bytes, box, swizzle) for an operand
+    with `mn` rows of the product (M for A, N for B), stored K-major ([MN, K]) or
+    MN-major ([K, MN]) with leading stride `ld` elements."""
+    inner, outer = (k, mn) if layout.major == "k" else (mn, k)
+    return inner, outer, ld * 2, layout.box, layout.swizzle
+
+
+def launch_gemm(loaded: LoadedKernel, a: int, lda: int, b: int, ldb: int, c: int, ldc: int,
+                m: int, n: int, k: int, stream_handle: int, probe: int = 0) -> None:
+    """C[m, n] = A @ B on device memory, with A and B stored in the majorness the
+    kernel was built for (leading strides in elements, rows 16-byte aligned)."""
+    from .tensormap import cache as tensormaps
+    cfg = loaded.config
+    a_map = tensormaps.get(a, cfg.dtype, *map_dims(cfg.a_layout, m, k, lda))
+    b_map = tensormaps.get(b, cfg.dtype, *map_dims(cfg.b_layout, n, k, ldb))
+    pair_ok = c % 4 == 0 and ldc % 2 == 0
+    launch(loaded, cfg.grid(m, n), stream_handle, a_map, b_map, c, ldc, m, n, k, pair_ok, probe)

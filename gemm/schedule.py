@@ -56,6 +56,7 @@ FAMILIES = ("serial", "ring", "specialized")
 KERNEL_FAMILIES = ("serial", "ring")  # those with a Numba kernel today
 RASTERS = ("row", "column", "grouped")
 EPILOGUES = ("direct", "tma")
+PHASE_STORAGE = ("register", "local")
 ACCUMULATE = ("float32",)
 INPUT_BYTES = 2  # fp16 / bf16
 
@@ -75,6 +76,9 @@ class Schedule:
     stages: int = 2                 # shared-memory ring depth (serial: 1)
     syncs_per_iter: int = 2         # block-wide barriers per K iteration
     runtime_stage_index: bool = True  # stage = iter % stages computed at run time (V2)
+    phase_storage: str = "register" # V2's per-stage phases: "register" (bits of one word) or
+                                    # "local" (a runtime-indexed array in local memory, as the
+                                    # tutorial's phase register tensor ends up)
     consumer_warpgroups: int = 1    # warpgroups issuing WGMMA
     producer_warps: int = 0         # warps issuing only TMA (specialized: 1)
     wgmma_in_flight: int = 0        # N of wgmma.wait_group(N) in the main loop
@@ -180,6 +184,9 @@ class Schedule:
         need(self.raster_group >= 1, "raster_group must be >= 1")
         need(self.epilogue in EPILOGUES, f"epilogue must be one of {EPILOGUES}")
         need(self.accumulate in ACCUMULATE, f"accumulate must be one of {ACCUMULATE}")
+        need(self.phase_storage in PHASE_STORAGE, f"phase_storage must be one of {PHASE_STORAGE}")
+        need(self.phase_storage == "register" or (self.family == "ring" and self.runtime_stage_index),
+             "phase_storage='local' is the ring family's runtime-indexed phase array")
         if self.family == "serial":
             need(self.stages == 1, "the serial (V1) family has exactly one stage")
         if self.family in ("serial", "ring"):

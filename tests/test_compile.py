@@ -21,6 +21,7 @@ CASES = [
     KernelConfig(preset("v1", block_m=128, block_n=192, block_k=64), "bfloat16", "mn", "mn"),
     KernelConfig(preset("v2", stages=3), "float16", "k", "mn"),
     KernelConfig(preset("v1", block_m=64, block_n=64, block_k=32), "float16", "mn", "k", 0, 0),
+    KernelConfig(preset("v2", stages=3), clock_probe=True),
 ]
 
 
@@ -73,6 +74,21 @@ def test_serial_and_ring_differ_in_their_loop():
     # V1 waits on its one barrier; V2 computes a runtime stage (iter % 3)
     assert v1.count("cp.async.bulk.tensor") == 2
     assert v2.count("cp.async.bulk.tensor") >= 4  # prefill and refill
+
+
+def test_tutorial_phase_array_lives_in_local_memory():
+    """phase_storage='local' reproduces the tutorial's V2: a per-stage phase array
+    indexed at run time, which the compiler cannot keep in registers."""
+    local = compile_kernel(KernelConfig(preset("v2", stages=3, phase_storage="local")), use_disk_cache=False)
+    assert re.search(r"\bld\.local", local.ptx) and re.search(r"\bst\.local", local.ptx)
+    assert local.stack_bytes > 0 and local.spill_bytes == 0
+
+
+def test_clock_probe_folds_away_when_off():
+    off = compile_kernel(KernelConfig(preset("v2")), use_disk_cache=False).ptx
+    on = compile_kernel(KernelConfig(preset("v2"), clock_probe=True), use_disk_cache=False).ptx
+    assert "%globaltimer" not in off and "%clock64" not in off
+    assert on.count("%globaltimer") == 2 and "%smid" in on
 
 
 def test_layouts_refused_when_tile_does_not_fit_swizzle():

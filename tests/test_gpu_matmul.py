@@ -146,3 +146,39 @@ def test_k_zero_gives_zeros():
     a = torch.ones((5, 0), dtype=torch.float16, device="cuda")
     b = torch.ones((0, 7), dtype=torch.float16, device="cuda")
     assert (gemm.matmul(a, b) == 0).all()
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+def test_tutorial_phase_array_in_local_memory(stages):
+    import gemm
+    from gemm import preset
+    m, n, k = 500, 300, 64 * 7 + 9
+    a, b = random_operands(m, n, k, "float16", seed=40 + stages)
+    c = poisoned(m, n, "float16")
+    gemm.matmul(a, b, schedule=preset("v2", stages=stages, phase_storage="local"), out=c)
+    _check(c, a, b, "float16")
+
+
+def test_clock_probe_records_every_cta():
+    import cupy
+    import numpy as np
+    import torch
+    from gemm import preset
+    from gemm.kernels import KernelConfig
+    from gemm.kernels.tiles import PROBE_WORDS
+    from gemm.launch import launch_gemm, load_kernel
+    m, n, k = 1024, 768, 2048
+    a, b = random_operands(m, n, k, "float16", seed=3)
+    loaded = load_kernel(KernelConfig(preset("v2"), "float16", "k", "mn", clock_probe=True))
+    gx, gy, _ = loaded.config.grid(m, n)
+    probe = cupy.zeros((gx * gy, PROBE_WORDS), dtype=cupy.uint64)
+    c = poisoned(m, n, "float16")
+    launch_gemm(loaded, a.data_ptr(), k, b.data_ptr(), n, c.data_ptr(), n, m, n, k,
+                torch.cuda.current_stream().cuda_stream, probe.data.ptr)
+    torch.cuda.synchronize()
+    _check(c, a, b, "float16")
+    rec = probe.get().astype(np.float64)
+    ghz = (rec[:, 2] - rec[:, 0]) / (rec[:, 3] - rec[:, 1])
+    assert (rec[:, 3] > rec[:, 1]).all()
+    assert 0.3 < np.median(ghz) < 2.5, np.median(ghz)
+    assert (rec[:, 4] < 132).all()

@@ -151,10 +151,8 @@ def _one_k_tile(n, dtype, a_layout, b_layout, block_k=64, seed=0):
     """Run the V1 kernel on a 64 x n x block_k problem (one K tile) with small
     integer inputs and return (ours, exact reference) as float64 arrays."""
     import torch
-    from gemm.api import _kernel, _map_dims
-    from gemm.launch import launch
+    from gemm.launch import launch_gemm
     from gemm.schedule import preset
-    from gemm.tensormap import cache
 
     m, k = 64, block_k
     sched = preset("v1", block_m=64, block_n=n, block_k=block_k)
@@ -169,12 +167,9 @@ def _one_k_tile(n, dtype, a_layout, b_layout, block_k=64, seed=0):
     from gemm.kernels import KernelConfig
     from gemm.launch import load_kernel
     loaded = load_kernel(KernelConfig(sched, dtype, am, bm, asw, bsw))
-    cfg = loaded.config
     c = torch.full((m, n), float("nan"), dtype=dt, device="cuda")
-    a_map = cache.get(a_store.data_ptr(), dtype, *_map_dims(cfg.a_layout, am, m, k, a_store.stride(0)))
-    b_map = cache.get(b_store.data_ptr(), dtype, *_map_dims(cfg.b_layout, bm, n, k, b_store.stride(0)))
-    launch(loaded, cfg.grid(m, n), torch.cuda.current_stream().cuda_stream, a_map, b_map,
-           c.data_ptr(), n, m, n, k, True)
+    launch_gemm(loaded, a_store.data_ptr(), a_store.stride(0), b_store.data_ptr(), b_store.stride(0),
+                c.data_ptr(), n, m, n, k, torch.cuda.current_stream().cuda_stream)
     torch.cuda.synchronize()
     return c.double().cpu().numpy(), (a.double() @ b.double()).cpu().numpy()
 

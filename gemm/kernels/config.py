@@ -23,6 +23,7 @@ class KernelConfig:
     b_major: str = "k"        # "k": B stored [N, K] (b = w.T); "mn": B row-major [K, N]
     a_swizzle: int | None = None  # bytes; None: the widest the tile allows
     b_swizzle: int | None = None
+    clock_probe: bool = False     # record each CTA's start/end %clock64 and %globaltimer
 
     def __post_init__(self):
         self.schedule.validated()
@@ -82,7 +83,8 @@ class KernelConfig:
     def name(self) -> str:
         s = self.schedule
         return (f"gemm_{s.family}_{s.block_m}x{s.block_n}x{s.block_k}_s{s.stages}_"
-                f"{self.dtype}_{self.a_major}{self.a_layout.swizzle}_{self.b_major}{self.b_layout.swizzle}")
+                f"{self.dtype}_{self.a_major}{self.a_layout.swizzle}_{self.b_major}{self.b_layout.swizzle}"
+                + ("_clockprobe" if self.clock_probe else ""))
 
     def grid(self, m: int, n: int) -> tuple[int, int, int]:
         return (-(-m // self.block_m), -(-n // self.block_n), 1)

@@ -9,27 +9,32 @@ each iteration
   refills the stage it just consumed with K tile iter + stages, if there is one,
   and syncs again, so that the loads of later stages are in flight before the
   next iteration begins.
-As in the tutorial the stage index is computed at run time (iter % stages) and
-the per-stage phases live in one runtime-indexed word (bit s is stage s's phase);
-V3 unrolls the loop by `stages` instead. wait_group(0) plus the trailing sync is
+As in the tutorial the stage index is computed at run time (iter % stages). The
+per-stage phases live either in one word (bit s is stage s's phase: the default)
+or, with phase_storage="local", in a per-stage array indexed at run time, which
+the compiler must place in local memory, as the tutorial's phase register tensor
+ends up; V3 unrolls the loop by `stages` and keeps one phase instead. wait_group(0) plus the trailing sync is
 what keeps a stage from being refilled while WGMMA still reads it.
 """
-from numba import cuda, uint8
+from numba import cuda, uint8, uint32
 
 from .. import ptx
-from .tiles import make_block_setup, make_epilogue, make_tile_loader, make_tile_mma
+from .tiles import make_block_setup, make_clock_probe, make_epilogue, make_tile_loader, make_tile_mma
 
 
 def build_ring_kernel(config):
     BN, BK, STAGES = config.block_n, config.block_k, config.stages
     FULL = config.barrier_offset
+    PHASES_IN_LOCAL_MEMORY = config.schedule.phase_storage == "local"
     setup = make_block_setup(config)
+    probe_start, probe_finish = make_clock_probe(config)
     load_k_tile = make_tile_loader(config)
     mma_k_tile = make_tile_mma(config)
     epilogue = make_epilogue(config)
     zeros = ptx.accumulator_zeros(config.m_blocks * BN // 2)
 
-    def ring_kernel(tmap_a, tmap_b, c, ldc, m, n, k, pair_ok):
+    def ring_kernel(tmap_a, tmap_b, c, ldc, m, n, k, pair_ok, probe):
+        clk, ns = probe_start()
         smem = cuda.shared.array(0, uint8, alignment=1024)
         base, off_m, off_n = setup(smem, tmap_a, tmap_b)
         tid = cuda.threadIdx.x
@@ -41,18 +46,25 @@ def build_ring_kernel(config):
                 load_k_tile(base, stage, stage, off_m, off_n, tmap_a, tmap_b)
 
         acc = zeros()
-        phases = 0
+        phases = 0                                   # bit s: stage s's phase
+        phase_of = cuda.local.array(STAGES, uint32)  # or one word per stage, in local memory
+        for s in range(STAGES):
+            phase_of[s] = 0
         for it in range(num_iters):
             stage = it % STAGES
             if tid == 0:
-                ptx.mbarrier_wait(base + FULL + 8 * stage, (phases >> stage) & 1)
+                phase = phase_of[stage] if PHASES_IN_LOCAL_MEMORY else (phases >> stage) & 1
+                ptx.mbarrier_wait(base + FULL + 8 * stage, phase)
             cuda.syncthreads()
 
             ptx.wgmma_fence()
             acc = mma_k_tile(acc, base, stage, 1 if it > 0 else 0)
             ptx.wgmma_commit_group()
             ptx.wgmma_wait_group(0)
-            phases ^= 1 << stage
+            if PHASES_IN_LOCAL_MEMORY:
+                phase_of[stage] ^= 1
+            else:
+                phases ^= 1 << stage
 
             preload = it + STAGES
             if preload < num_iters and tid == 0:
@@ -60,6 +72,7 @@ def build_ring_kernel(config):
             cuda.syncthreads()
 
         epilogue(acc, c, ldc, m, n, off_m, off_n, pair_ok)
+        probe_finish(probe, clk, ns)
 
     ring_kernel.__name__ = config.name
     return ring_kernel

@@ -8,24 +8,27 @@ compute never overlap inside a CTA: only other CTAs on the SM fill the gaps.
 
 Kernel arguments (all scalars, so that the launch is cheap): the device
 addresses of A's and B's CUtensorMap, C's address and row stride (elements),
-M, N, K, and whether C's column pairs are 4-byte aligned.
+M, N, K, whether C's column pairs are 4-byte aligned, and where a clock probe
+writes (unused unless the config asks for one).
 """
 from numba import cuda, uint8
 
 from .. import ptx
-from .tiles import make_block_setup, make_epilogue, make_tile_loader, make_tile_mma
+from .tiles import make_block_setup, make_clock_probe, make_epilogue, make_tile_loader, make_tile_mma
 
 
 def build_serial_kernel(config):
     BN, BK = config.block_n, config.block_k
     FULL = config.barrier_offset
     setup = make_block_setup(config)
+    probe_start, probe_finish = make_clock_probe(config)
     load_k_tile = make_tile_loader(config)
     mma_k_tile = make_tile_mma(config)
     epilogue = make_epilogue(config)
     zeros = ptx.accumulator_zeros(config.m_blocks * BN // 2)
 
-    def serial_kernel(tmap_a, tmap_b, c, ldc, m, n, k, pair_ok):
+    def serial_kernel(tmap_a, tmap_b, c, ldc, m, n, k, pair_ok, probe):
+        clk, ns = probe_start()
         smem = cuda.shared.array(0, uint8, alignment=1024)
         base, off_m, off_n = setup(smem, tmap_a, tmap_b)
         tid = cuda.threadIdx.x
@@ -48,6 +51,7 @@ def build_serial_kernel(config):
             cuda.syncthreads()
 
         epilogue(acc, c, ldc, m, n, off_m, off_n, pair_ok)
+        probe_finish(probe, clk, ns)
 
     serial_kernel.__name__ = config.name
     return serial_kernel

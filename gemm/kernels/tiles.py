@@ -1,7 +1,7 @@
 """Pieces every kernel family shares: loading one K tile with TMA, the WGMMAs
 over one K tile, and the epilogue. Each is made for one KernelConfig; the
 constants it closes over are compile-time constants in the kernel."""
-from numba import cuda, uint32
+from numba import cuda, uint32, uint64
 from numba.cuda.extending import register_jitable
 
 from .. import ptx
@@ -95,3 +95,33 @@ def make_block_setup(config):
         cuda.syncthreads()
         return base, cuda.blockIdx.x * BM, cuda.blockIdx.y * BN
     return setup
+
+
+PROBE_WORDS = 5  # per CTA: start clock64, start globaltimer, end clock64, end globaltimer, SM id
+
+
+def make_clock_probe(config):
+    """`start() -> (clk, ns)` and `finish(probe, clk, ns)`: when the config asks for a
+    clock probe, thread 0 of each CTA writes PROBE_WORDS u64 to probe[cta]; otherwise
+    both fold away at compile time."""
+    ENABLED = config.clock_probe
+    WORD = 8
+
+    @register_jitable(inline="always")
+    def start():
+        if ENABLED and cuda.threadIdx.x == 0:
+            return ptx.clock64(), ptx.globaltimer()
+        return uint64(0), uint64(0)
+
+    @register_jitable(inline="always")
+    def finish(probe, clk, ns):
+        if ENABLED and cuda.threadIdx.x == 0:
+            end_clk = ptx.clock64()
+            end_ns = ptx.globaltimer()
+            slot = probe + (cuda.blockIdx.y * cuda.gridDim.x + cuda.blockIdx.x) * (PROBE_WORDS * WORD)
+            ptx.st_global_u64(slot, clk)
+            ptx.st_global_u64(slot + WORD, ns)
+            ptx.st_global_u64(slot + 2 * WORD, end_clk)
+            ptx.st_global_u64(slot + 3 * WORD, end_ns)
+            ptx.st_global_u64(slot + 4 * WORD, uint64(ptx.smid()))
+    return start, finish

@@ -6,6 +6,7 @@
   tma        2-D tensor loads (completing on an mbarrier) and stores (bulk groups)
   wgmma      fence / mma_async over a K tile / commit_group / wait_group
   fragment   accumulator zeros and the bounded store of a WGMMA fragment
+  timers     %clock64, %globaltimer, %smid (clock probes)
 Kernels and microbenchmarks import from here; no other module writes PTX.
 """
 from .fences import elect_one, fence_proxy_async_shared, fence_tensormap_acquire
@@ -13,6 +14,7 @@ from .fragment import accumulator_zeros, fragment_coords, store_accumulators
 from .mbarrier import (fence_mbarrier_init, mbarrier_arrive, mbarrier_arrive_expect_tx,
                        mbarrier_init, mbarrier_wait)
 from .shared import ld_shared_u32, shared_base, st_shared_u32
+from .timers import clock64, globaltimer, smid, st_global_u64
 from .tma import bulk_commit_group, bulk_wait_group_read, tma_load_2d, tma_store_2d
 from .wgmma import smem_descriptor, wgmma_commit_group, wgmma_fence, wgmma_k_tile, wgmma_wait_group
 
@@ -21,6 +23,7 @@ __all__ = [
     "accumulator_zeros", "fragment_coords", "store_accumulators",
     "fence_mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_init",
     "mbarrier_wait", "shared_base", "ld_shared_u32", "st_shared_u32",
+    "clock64", "globaltimer", "smid", "st_global_u64",
     "bulk_commit_group", "bulk_wait_group_read", "tma_load_2d", "tma_store_2d",
     "smem_descriptor", "wgmma_commit_group", "wgmma_fence", "wgmma_k_tile", "wgmma_wait_group",
 ]

@@ -1,0 +1,110 @@
+"""The SM clock our kernels actually run at, measured inside them.
+
+A clock-probe build of a kernel (KernelConfig(clock_probe=True)) has thread 0 of
+every CTA record %clock64 and %globaltimer at its start and end. Each CTA's clock
+is its cycles over its nanoseconds; the kernel's is the median over CTAs. The probe
+adds a handful of instructions per CTA, not per iteration.
+
+  python -m experiments.calibrate_clock [--profile sim/profiles/h200-sxm.json]
+
+Writes experiments/results/<gpu>/clock.csv and, with --profile, the measured
+sustained clock into the simulator's profile (the seed's 128x128x64 V1 and V2 under
+a full 8192^3 load), with provenance.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from gemm.schedule import preset
+
+from .measure import provenance
+from .reference import random_operands
+from .timing import time_interleaved, tflops
+
+SCHEDULES = {
+    "v1 128x128x64": preset("v1"),
+    "v2 128x128x64 s2": preset("v2"),
+    "v2 128x192x64 s2": preset("v2", block_n=192),
+    "v1 64x128x16": preset("v1", block_m=64, block_k=16),
+}
+PROFILE_KEYS = ("v1 128x128x64", "v2 128x128x64 s2")  # the seed's case
+
+
+def probe_clock(schedule, sets, runs=5):
+    """(median GHz over CTAs of all runs, per-run medians, event-timed ms)."""
+    import cupy
+    import torch
+    from gemm.kernels import KernelConfig
+    from gemm.kernels.tiles import PROBE_WORDS
+    from gemm.launch import launch_gemm, load_kernel
+    m, k = sets[0][0].shape
+    n = sets[0][1].shape[1]
+    loaded = load_kernel(KernelConfig(schedule, "float16", "k", "k", clock_probe=True))
+    ctas = loaded.config.grid(m, n)[0] * loaded.config.grid(m, n)[1]
+    probe = cupy.zeros((ctas, PROBE_WORDS), dtype=cupy.uint64)
+    out = torch.empty((m, n), dtype=torch.float16, device="cuda")
+
+    def run(a, b):  # b is a [K, N] view of a [N, K] buffer: K-major
+        launch_gemm(loaded, a.data_ptr(), a.stride(0), b.data_ptr(), b.stride(1), out.data_ptr(), n,
+                    m, n, k, torch.cuda.current_stream().cuda_stream, probe.data.ptr)
+
+    ms = time_interleaved({"probe": run}, sets, iters=10)["probe"]
+    per_run, all_ghz = [], []
+    for r in range(runs):
+        run(*sets[r % len(sets)])
+        torch.cuda.synchronize()
+        rec = probe.get().astype(np.float64)
+        ghz = (rec[:, 2] - rec[:, 0]) / (rec[:, 3] - rec[:, 1])
+        per_run.append(float(np.median(ghz)))
+        all_ghz.extend(ghz.tolist())
+    return statistics.median(all_ghz), per_run, ms
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", type=Path, default=Path("experiments/results/h200-sxm/clock.csv"))
+    p.add_argument("--profile", type=Path, default=None, help="write the sustained clock into this sim profile")
+    args = p.parse_args(argv)
+    meta = provenance()
+    sets = []
+    for seed in range(3):
+        a, b = random_operands(8192, 8192, 8192, "float16", seed=seed)
+        sets.append((a, b.t().contiguous().t()))
+    rows = []
+    for name, sched in SCHEDULES.items():
+        ghz, per_run, ms = probe_clock(sched, sets)
+        rows.append({"schedule": name, "clock_ghz": f"{ghz:.4f}",
+                     "per_run_ghz": " ".join(f"{g:.4f}" for g in per_run),
+                     "ms": f"{ms:.4f}", "tflops": f"{tflops(8192, 8192, 8192, ms):.1f}"})
+        print(f"{name}: {ghz:.3f} GHz (runs: {rows[-1]['per_run_ghz']}), {rows[-1]['tflops']} TFLOPS", flush=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with open(args.out, "w", newline="") as f:
+        f.write("# measured by python -m experiments.calibrate_clock: %clock64 / %globaltimer of each CTA, "
+                "median over CTAs and 5 runs, 8192^3 fp16, B stored [N, K]\n")
+        for key, val in meta.items():
+            f.write(f"# {key}: {val}\n")
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    if args.profile:
+        seed_clock = statistics.mean(float(r["clock_ghz"]) for r in rows if r["schedule"] in PROFILE_KEYS)
+        data = json.loads(args.profile.read_text()) if args.profile.exists() else {}
+        data.setdefault("parameters", {})["clock_ghz"] = round(seed_clock, 4)
+        data.setdefault("provenance", {})["clock_ghz"] = (
+            f"python -m experiments.calibrate_clock on {meta['gpu']}, {meta['date']}: mean of the in-kernel "
+            f"clocks of {', '.join(PROFILE_KEYS)} at 8192^3 fp16 ({args.out})")
+        args.profile.parent.mkdir(parents=True, exist_ok=True)
+        args.profile.write_text(json.dumps(data, indent=2) + "\n")
+        print(f"wrote clock_ghz = {seed_clock:.4f} into {args.profile}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
