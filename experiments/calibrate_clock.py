@@ -31,7 +31,15 @@ from .timing import time_interleaved, tflops
 SCHEDULES = {
     "v1 128x128x64": preset("v1"),
     "v2 128x128x64 s2": preset("v2"),
+    "v2 128x128x64 s2 local": preset("v2", phase_storage="local"),
+    "v2 128x128x64 s3": preset("v2", stages=3),
+    "v2 128x128x64 s4": preset("v2", stages=4),
+    "v1 128x192x64": preset("v1", block_n=192),
     "v2 128x192x64 s2": preset("v2", block_n=192),
+    "v1 64x256x64": preset("v1", block_m=64, block_n=256),
+    "v2 64x256x64 s2": preset("v2", block_m=64, block_n=256),
+    "v1 64x128x64": preset("v1", block_m=64),
+    "v2 128x128x32 s2": preset("v2", block_k=32),
     "v1 64x128x16": preset("v1", block_m=64, block_k=16),
 }
 PROFILE_KEYS = ("v1 128x128x64", "v2 128x128x64 s2")  # the seed's case
@@ -55,7 +63,9 @@ def probe_clock(schedule, sets, runs=5):
         launch_gemm(loaded, a.data_ptr(), a.stride(0), b.data_ptr(), b.stride(1), out.data_ptr(), n,
                     m, n, k, torch.cuda.current_stream().cuda_stream, probe.data.ptr)
 
-    ms = time_interleaved({"probe": run}, sets, iters=10)["probe"]
+    # timed alone, after a warm-up long enough for the power controller to settle:
+    # the sustained speed of this kernel at the clock it earns itself
+    ms = time_interleaved({"probe": run}, sets, warmup=20, iters=30)["probe"]
     per_run, all_ghz = [], []
     for r in range(runs):
         run(*sets[r % len(sets)])
@@ -80,14 +90,22 @@ def main(argv=None):
     rows = []
     for name, sched in SCHEDULES.items():
         ghz, per_run, ms = probe_clock(sched, sets)
-        rows.append({"schedule": name, "clock_ghz": f"{ghz:.4f}",
+        tf = tflops(8192, 8192, 8192, ms)
+        l2_bytes = 2 * 8192 ** 3 * 2 * (1 / sched.block_m + 1 / sched.block_n)  # every CTA's A and B panels
+        rows.append({"schedule": name, "family": sched.family, "block_m": sched.block_m,
+                     "block_n": sched.block_n, "block_k": sched.block_k, "stages": sched.stages,
+                     "phase_storage": sched.phase_storage, "clock_ghz": f"{ghz:.4f}",
                      "per_run_ghz": " ".join(f"{g:.4f}" for g in per_run),
-                     "ms": f"{ms:.4f}", "tflops": f"{tflops(8192, 8192, 8192, ms):.1f}"})
+                     "ms": f"{ms:.4f}", "tflops": f"{tf:.1f}",
+                     # activity per SM clock: share of the tensor peak, L2->SM bytes per SM
+                     "tensor_util_per_clock": f"{tf * 1e12 / (132 * 4096 * ghz * 1e9):.4f}",
+                     "l2_bytes_per_sm_clk": f"{l2_bytes / (ms * 1e-3) / (132 * ghz * 1e9):.2f}"})
         print(f"{name}: {ghz:.3f} GHz (runs: {rows[-1]['per_run_ghz']}), {rows[-1]['tflops']} TFLOPS", flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "w", newline="") as f:
         f.write("# measured by python -m experiments.calibrate_clock: %clock64 / %globaltimer of each CTA, "
-                "median over CTAs and 5 runs, 8192^3 fp16, B stored [N, K]\n")
+                "median over CTAs and 5 runs, 8192^3 fp16, B stored [N, K]; ms: each kernel alone, 20 "
+                "warm-up runs then the median of 30 (the sustained speed at the clock it earns)\n")
         for key, val in meta.items():
             f.write(f"# {key}: {val}\n")
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
