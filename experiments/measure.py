@@ -30,7 +30,7 @@ BLOCK_KS = [16, 32, 64]
 V2_STAGES = [2, 3, 4]
 COLUMNS = ["kernel", "version", "m", "n", "k", "dtype", "block_m", "block_n", "block_k", "stages",
            "ms", "tflops", "cublas_ms", "cublas_tflops", "ratio", "correct", "rel_err", "registers",
-           "ctas_per_sm", "b_major", "gpu", "sm_clock_mhz", "date"]
+           "ctas_per_sm", "b_major", "phase_storage", "ms_alone", "tflops_alone", "ratio_alone", "gpu", "sm_clock_mhz", "date"]
 
 
 def search_space(extra=False):
@@ -43,6 +43,9 @@ def search_space(extra=False):
                         yield preset(version, block_m=bm, block_n=bn, block_k=bk, stages=s), None
                     except ScheduleError as e:
                         yield (version, bm, bn, bk, s), str(e)
+    if extra:  # the tutorial's V2 as it compiles there: phases in a runtime-indexed local array
+        for s in (2, 3):
+            yield preset("v2", stages=s, phase_storage="local", name="v2-local"), None
 
 
 def smi(query: str) -> str:
@@ -82,6 +85,10 @@ def measure(schedules, m, n, k, dtype, b_major, writer, meta, log):
         sets.append((a, b))
     ref = sets[0][0].double() @ sets[0][1].double()
     out = torch.empty((m, n), dtype=getattr(torch, dtype), device="cuda")
+    cublas_alone_ms = time_interleaved({"cublas": lambda a, b: torch.matmul(a, b, out=out)},
+                                       sets, warmup=20)["cublas"]
+    log(f"cuBLAS alone: {tflops(m, n, k, cublas_alone_ms):.1f} TFLOPS")
+    meta["cublas_tflops_alone"] = f"{tflops(m, n, k, cublas_alone_ms):.1f}"
     rows = []
     for sched in schedules:
         t0 = time.time()
@@ -94,6 +101,9 @@ def measure(schedules, m, n, k, dtype, b_major, writer, meta, log):
         times = time_interleaved({"ours": lambda a, b: gemm.matmul(a, b, schedule=sched, out=out),
                                   "cublas": lambda a, b: torch.matmul(a, b, out=out)}, sets)
         ms, cublas_ms = times["ours"], times["cublas"]
+        # and alone, after a long warm-up: the sustained speed at the clock this kernel earns
+        ms_alone = time_interleaved({"ours": lambda a, b: gemm.matmul(a, b, schedule=sched, out=out)},
+                                    sets, warmup=20)["ours"]
         loaded = _kernel(sched, dtype, "k", b_major)
         from gemm.compile import compile_kernel
         regs = compile_kernel(loaded.config).registers
@@ -107,7 +117,9 @@ def measure(schedules, m, n, k, dtype, b_major, writer, meta, log):
             "rel_err": f"{err:.2e}", "registers": regs,
             "ctas_per_sm": loaded.occupancy.max_active_blocks_per_multiprocessor(
                 sched.threads, sched.shared_bytes),
-            "b_major": b_major, "gpu": meta["gpu"], "sm_clock_mhz": clock.split()[0], "date": meta["date"],
+            "b_major": b_major, "phase_storage": sched.phase_storage, "ms_alone": f"{ms_alone:.4f}",
+            "tflops_alone": f"{tflops(m, n, k, ms_alone):.1f}",
+            "ratio_alone": f"{cublas_alone_ms / ms_alone:.3f}", "gpu": meta["gpu"], "sm_clock_mhz": clock.split()[0], "date": meta["date"],
         }
         writer.writerow(row)
         rows.append(row)
@@ -191,7 +203,8 @@ def main(argv=None):
     p.add_argument("--b-major", default="k", choices=["k", "mn"],
                    help="k: B stored [N, K] as in the seed (A @ B.T); mn: B row-major [K, N]")
     p.add_argument("--quick", action="store_true", help="only the seed's 128x128x64 V1 and V2")
-    p.add_argument("--extra", action="store_true", help=f"also the tiles {EXTRA_TILES}")
+    p.add_argument("--extra", action="store_true",
+                   help=f"also the tiles {EXTRA_TILES} and the tutorial's local-memory phase array")
     p.add_argument("--host-overhead", action="store_true", help="also time warm calls at 256^3")
     p.add_argument("--profile", action="store_true", help="with --host-overhead: cProfile the warm call")
     p.add_argument("--only-host", action="store_true", help="skip the GEMM sweep")
@@ -231,11 +244,14 @@ def main(argv=None):
         for key, val in meta.items():
             f.write(f"# {key}: {val}\n")
         f.write("# ms: median of 30 CUDA-event-timed runs over 3 rotating input sets, alternating run by run "
-                "with cuBLAS (torch.matmul) on the same inputs\n")
+                "with cuBLAS (torch.matmul) on the same inputs; ms_alone: the kernel alone, 20 warm-up runs "
+                "then the median of 30 (its sustained speed at the clock it earns under the power cap)\n")
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
         writer.writeheader()
         m, n, k = args.size
         rows = measure(schedules, m, n, k, args.dtype, args.b_major, writer, meta, log)
+        f.write(f"# cuBLAS alone at the start of the sweep: {meta['cublas_tflops_alone']} TFLOPS "
+                "(ratio_alone divides by it)\n")
         if args.host_overhead:
             for name, us in host_overhead(log, profile=args.profile).items():
                 f.write(f"# host time per warm call at 256^3, {name}: {us:.1f} us\n")
