@@ -10,6 +10,13 @@ profile of the same name), and writes into experiments/results/<gpu>/
   compare.png   predicted vs measured TFLOPS, one point per row
 and prints a summary: median and max absolute % error (all rows, and held-out rows),
 the Spearman rank correlation, CTAs/SM agreement, and the rows the model gets worst.
+
+When experiments/results/<gpu>/clock.csv (experiments.calibrate_clock: each kernel timed
+alone, SM clock read inside it) exists, its rows are predicted too and appended to
+compare.csv with source=clock.csv: at the profile's clock (predicted_tflops) and at the
+row's in-kernel clock (predicted_tflops_at_row_clock). Their summary is printed apart:
+held_out is False for a row that informed any parameter (the profile clock included),
+held_out_at_row_clock False for one that informed a parameter other than the clock.
 No GPU needed.
 """
 from __future__ import annotations
@@ -39,9 +46,32 @@ HELD_IN: dict[str, set[tuple]] = {
     ),
 }
 
-EXTRA_COLUMNS = ["predicted_tflops", "predicted_ms", "error_ratio", "error_pct",
+# clock.csv rows (by schedule name) whose figures informed a parameter other than the clock.
+# Same schedules as HELD_IN above count as held in too (the same kernel, another run).
+CLOCK_HELD_IN: dict[str, dict[str, str]] = {
+    "h200-sxm": {
+        "v2 128x128x64 s2": "tma_writes_share_smem refuted (87% per clock > 80%); phase_local_clk pair",
+        "v2 128x128x64 s2 local": "phase_local_clk (the local vs register pair)",
+        "v2 128x128x64 s3": "tma_writes_share_smem refuted (89.5% per clock > 80%)",
+        "v1 128x192x64": "tma_latency_ns (V1 128x192 rows of measured.csv)",
+        "v1 64x256x64": "l2_read_bytes_per_clk (measured.csv)",
+        "v2 64x256x64 s2": "l2_read_bytes_per_clk (measured.csv)",
+        "v1 64x128x64": "l2_read_bytes_per_clk (measured.csv)",
+        "v1 64x128x16": "l2_request_clk (block_k=16 rows of measured.csv)",
+    },
+}
+# clock.csv rows whose in-kernel clock is aggregated into the profile's clock_ghz
+# (experiments.calibrate_clock.PROFILE_KEYS; sim/profiles/<gpu>.json provenance)
+CLOCK_ROWS_FOR_CLOCK: dict[str, set[str]] = {
+    "h200-sxm": {"v1 128x192x64", "v2 128x192x64 s2", "v1 64x256x64", "v2 64x256x64 s2",
+                 "v1 64x128x64", "v2 128x128x32 s2"},
+}
+
+EXTRA_COLUMNS = ["source", "predicted_tflops", "predicted_ms", "error_ratio", "error_pct",
                  "predicted_ctas_per_sm", "predicted_bound", "held_out",
                  "predicted_tflops_at_row_clock", "error_ratio_at_row_clock"]
+CLOCK_COLUMNS = ["schedule", "phase_storage", "clock_ghz", "tensor_util_per_clock",
+                 "predicted_util_per_clock_at_row_clock", "held_out_at_row_clock"]
 
 
 def read_measured(path: Path) -> tuple[list[str], list[dict]]:
@@ -72,6 +102,67 @@ def row_schedule(r: dict):
     if version != "v1":
         over["stages"] = int(r["stages"])
     return preset(version, **over)
+
+
+def clock_schedule(r: dict):
+    """The Schedule experiments.calibrate_clock built for a clock.csv row."""
+    from gemm.schedule import preset
+    over = {"block_m": int(r["block_m"]), "block_n": int(r["block_n"]), "block_k": int(r["block_k"])}
+    if r["family"] == "serial":
+        return "v1", preset("v1", **over)
+    return "v2", preset("v2", stages=int(r["stages"]), phase_storage=r.get("phase_storage") or "register", **over)
+
+
+def compare_clock_rows(gpu: str, folder: Path, profile=None) -> list[dict]:
+    """Predict every clock.csv row at the profile clock and at the row's in-kernel clock."""
+    import sim
+    path = folder / "clock.csv"
+    if not path.exists():
+        return []
+    _, rows = read_measured(path)
+    base = sim.load_profile(gpu) if profile is None else profile
+    held_other = CLOCK_HELD_IN.get(gpu, {})
+    held_clock = CLOCK_ROWS_FOR_CLOCK.get(gpu, set())
+    out_rows = []
+    for r in rows:
+        version, s = clock_schedule(r)
+        key = (version, s.block_m, s.block_n, s.block_k, s.stages)
+        meas, ghz = float(r["tflops"]), float(r["clock_ghz"])
+        p = sim.predict(s, 8192, 8192, 8192, gpu=base)
+        q = sim.predict(s, 8192, 8192, 8192, gpu=dataclasses.replace(base, clock_ghz=ghz))
+        other = r["schedule"] in held_other or key in HELD_IN.get(gpu, set())
+        out_rows.append({
+            "source": "clock.csv", "kernel": r["schedule"], "version": version, "m": 8192, "n": 8192,
+            "k": 8192, "dtype": "float16", "block_m": s.block_m, "block_n": s.block_n, "block_k": s.block_k,
+            "stages": s.stages, "ms": r["ms"], "tflops": r["tflops"], "schedule": r["schedule"],
+            "phase_storage": s.phase_storage, "clock_ghz": r["clock_ghz"],
+            "tensor_util_per_clock": r["tensor_util_per_clock"],
+            "predicted_tflops": f"{p.tflops:.1f}", "predicted_ms": f"{p.ms:.4f}",
+            "error_ratio": f"{p.tflops / meas:.4f}", "error_pct": f"{100 * (p.tflops / meas - 1):+.1f}",
+            "predicted_ctas_per_sm": p.ctas_per_sm, "predicted_bound": p.bound,
+            "held_out": not (other or r["schedule"] in held_clock),
+            "predicted_tflops_at_row_clock": f"{q.tflops:.1f}",
+            "error_ratio_at_row_clock": f"{q.tflops / meas:.4f}",
+            "predicted_util_per_clock_at_row_clock": f"{q.pct_of_peak / 100:.4f}",
+            "held_out_at_row_clock": not other,
+        })
+    return out_rows
+
+
+def summarize_clock(rows: list[dict]) -> dict:
+    def stats(key, pick):
+        e = [abs(float(r[key]) - 1) * 100 for r in rows if pick(r)]
+        return (statistics.median(e) if e else float("nan"), max(e) if e else float("nan"), len(e))
+    return {
+        "n": len(rows),
+        "profile_clock": stats("error_ratio", lambda r: True),
+        "profile_clock_held_out": stats("error_ratio", lambda r: r["held_out"]),
+        "row_clock": stats("error_ratio_at_row_clock", lambda r: True),
+        "row_clock_held_out": stats("error_ratio_at_row_clock", lambda r: r["held_out_at_row_clock"]),
+        "rows": [(r["schedule"], float(r["clock_ghz"]), float(r["tflops"]), float(r["predicted_tflops"]),
+                  float(r["predicted_tflops_at_row_clock"]), r["held_out"], r["held_out_at_row_clock"])
+                 for r in rows],
+    }
 
 
 def spearman(x: list[float], y: list[float]) -> float:
@@ -132,10 +223,14 @@ def compare(gpu: str = "h200-sxm", results: Path = RESULTS, plot: bool = True,
                        predicted_ctas_per_sm="", predicted_bound=f"refused: {e}",
                        predicted_tflops_at_row_clock="", error_ratio_at_row_clock="")
         out["held_out"] = row_key(r) not in held_in
+        out["source"] = "measured.csv"
         out_rows.append(out)
 
+    clock_rows = compare_clock_rows(gpu, folder, profile)
     fields = list(rows[0].keys()) if rows else []
     fields += [c for c in EXTRA_COLUMNS if c not in fields]
+    if clock_rows:
+        fields += [c for c in CLOCK_COLUMNS if c not in fields]
     with open(folder / "compare.csv", "w", newline="") as f:
         for c in comments:
             f.write(c + "\n")
@@ -144,9 +239,12 @@ def compare(gpu: str = "h200-sxm", results: Path = RESULTS, plot: bool = True,
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
         w.writerows(out_rows)
+        w.writerows(clock_rows)
 
     summary = summarize(out_rows)
     summary["csv"] = str(folder / "compare.csv")
+    if clock_rows:
+        summary["clock"] = summarize_clock(clock_rows)
     if plot and summary["n"]:
         summary["png"] = str(plot_rows(out_rows, folder / "compare.png", gpu, summary))
     return summary
@@ -223,6 +321,18 @@ def format_summary(gpu: str, s: dict) -> str:
         "  worst rows (version tile stages: measured -> predicted TFLOPS, error):",
     ]
     lines += [f"    {v} {t} s{st}: {m:.0f} -> {p:.0f} ({e}%)" for v, t, st, m, p, e in s["worst"]]
+    c = s.get("clock")
+    if c:
+        def fmt(t):
+            return f"median {t[0]:.1f}%, max {t[1]:.1f}% ({t[2]} rows)"
+        lines += [
+            f"  clock.csv ({c['n']} rows, each kernel alone, SM clock read inside it):",
+            f"    at the profile clock: |error| {fmt(c['profile_clock'])}; held out {fmt(c['profile_clock_held_out'])}",
+            f"    at each row's in-kernel clock: |error| {fmt(c['row_clock'])}; held out {fmt(c['row_clock_held_out'])}",
+            "    schedule: GHz, measured -> predicted at profile clock / at row clock (held out: profile, row clock)",
+        ]
+        lines += [f"      {n:24s} {g:.3f}  {m:6.1f} -> {p:6.1f} / {q:6.1f}  ({h}, {hr})"
+                  for n, g, m, p, q, h, hr in c["rows"]]
     lines.append(f"  wrote {s['csv']}" + (f" and {s['png']}" if s.get("png") else ""))
     return "\n".join(lines)
 

@@ -52,9 +52,14 @@ class GpuProfile:
     tensor_flops_per_clk: int = 4096         # [datasheet] dense fp16/bf16, 4 tensor cores x 512 FMA/clk
     # shared-memory bandwidth that feeds WGMMA's A and B operands (SS mode):
     smem_bytes_per_clk: int = 128            # [datasheet] 32 banks x 4 B per clock
-    # [assumed] TMA's writes into shared memory take the same 128 B/clk that WGMMA reads its
-    # A and B operands from: the SM's shared memory is one set of 32 banks.
-    tma_writes_share_smem: bool = True
+    # Do TMA's writes into shared memory take the same 128 B/clk that WGMMA reads its A and B
+    # operands from? Was [assumed] True (one set of 32 banks), which capped a 128x128x64 K tile
+    # at 512 clk of math / (48 KB reads + 32 KB writes at 128 B/clk = 640 clk) = 80% of the
+    # tensor peak per clock. [measured] refuted: in-kernel clocks (experiments/results/h200-sxm/
+    # clock.csv) put V2 128x128x64 s3 at 89.5% and s2 at 87.0% of 4096 FLOP per SM per clock.
+    # Now False: the writes do not slow WGMMA's operand reads (where they go is not modelled).
+    # Held in: the clock.csv rows "v2 128x128x64 s2" and "v2 128x128x64 s3".
+    tma_writes_share_smem: bool = False
     wgmma_issue_clk: int = 8                 # [assumed] per wgmma.mma_async instruction, per warpgroup
     wgmma_fence_commit_clk: int = 16         # [assumed] wgmma.fence + commit_group per group
     # result latency of a WGMMA group after its last instruction leaves the tensor cores,
@@ -77,7 +82,9 @@ class GpuProfile:
     tma_inflight_bytes: int = 256 * 1024     # [assumed] per-SM bytes in flight the TMA unit tracks
     # ---- memory system ----
     # L2 -> SM path: bytes per SM clock one SM can receive. [assumed] 64 B/clk (one 128-B
-    # line per two clocks).
+    # line per two clocks). Contradicted by 6% by one in-kernel-clock row: "v2 64x256x64 s2"
+    # (clock.csv) moves 21.5 GB in 1.904 ms at 1.256 GHz = 68 B per SM clock. Not changed
+    # (the request rate below and tma_latency_ns were derived with it); a known miss.
     l2_sm_bytes_per_clk: float = 64.0
     # ... and at most one L2 request per `l2_request_clk` SM clocks, whatever its length:
     # TMA asks L2 for each row of a box (block_k x 2 bytes: 32, 64 or 128 B) as one request.
@@ -102,9 +109,20 @@ class GpuProfile:
     bar_sync_clk: int = 24                   # [paper] bar.sync of one block, all warps arriving together
     mbarrier_arrive_clk: int = 8             # [assumed]
     mbarrier_wait_clk: int = 20              # [assumed] try_wait that succeeds (incl. the wake-up)
-    # V2's runtime stage index: stage = iter % stages, a runtime-indexed phase array in local
-    # memory (load + store through L1, ~30-40 clk hits [paper]) and runtime address math.
-    runtime_index_clk: int = 100             # [assumed]
+    # V2's runtime stage index, per K iteration on the waiting thread's critical path:
+    # stage = iter % stages, the runtime stage offsets of the shared-memory addresses and the
+    # mbarrier, and reading/flipping that stage's phase. [assumed] 16 clk: a few dependent
+    # ALU ops (~4 clk each) when the phases are bits of one register (phase_storage="register",
+    # our V2). Was 100 (an L1 round trip charged to every V2).
+    runtime_index_clk: int = 16
+    # ... plus this when the phases are a runtime-indexed array in local memory
+    # (phase_storage="local", the tutorial's V2): a store and a dependent load through L1.
+    # [measured] 54 clk, derived from the pair "v2 128x128x64 s2 local" / "v2 128x128x64 s2"
+    # in experiments/results/h200-sxm/clock.csv (held in): 2.4096 M vs 2.3382 M SM clocks
+    # per kernel (ms x in-kernel clock) = 71.4 K clk over 10.34 waves x 128 K iterations,
+    # ~54 clk per iteration, taking the extra latency as fully exposed on each SM's critical
+    # path. Cross-check: an L1 hit is ~30-40 clk [paper], so store + dependent load ~60-70.
+    phase_local_clk: int = 54
     cta_launch_clk: int = 600                # [assumed] CTA start: block scheduling, mbarrier init, first sync
     launch_us: float = 4.0                   # [assumed] kernel launch inside a CUDA-event timing
 
@@ -150,10 +168,9 @@ _H100 = GpuProfile(
     sm_count=132,            # [datasheet] H100 SXM5
     clock_max_ghz=1.98,      # [datasheet] max boost
     clock_peak_ghz=1.83,     # [datasheet] 989.4 TFLOPS = 132 x 4096 x 1.83 GHz
-    # [assumed] no in-kernel reading on an H100. The H200 (same GH100 die, same 700 W)
-    # reads 1.56-1.77 GHz under sustained WGMMA; the seed timed at "full boost" kernels
-    # that keep the tensor cores only ~2/3 busy (less power), so we take the datasheet's
-    # peak clock, 1.83 GHz, between the two.
+    # built-in fallback only: sim/profiles/h100-sxm.json sets the sustained clock measured
+    # inside our kernels on the H200 (same GH100 die, same 700 W SXM limit; an [assumed]
+    # transfer). 1.83 GHz is the datasheet peak's clock, not a reading.
     clock_ghz=1.83,
     hbm_tbs=3.35,            # [datasheet] HBM3
 )
@@ -161,7 +178,9 @@ _H100 = GpuProfile(
 _H200 = dataclasses.replace(
     _H100,
     name="h200-sxm",
-    clock_ghz=1.665,         # [measured] midpoint of 1.56-1.77 GHz under WGMMA load (NOTES.md)
+    # built-in fallback only (an nvidia-smi midpoint, 1.56-1.77 GHz); sim/profiles/h200-sxm.json
+    # sets the in-kernel sustained clock (experiments/results/h200-sxm/clock.csv)
+    clock_ghz=1.665,
     hbm_tbs=4.8,             # [datasheet] HBM3e
 )
 

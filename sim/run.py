@@ -19,7 +19,7 @@ from .schedules import model_schedule
 _KNOBS = {"stages": "stages", "sync_per_iter": "syncs_per_iter", "consumer_warpgroups": "consumer_warpgroups",
           "producer_warps": "producer_warps", "wgmma_in_flight": "wgmma_in_flight", "raster": "raster",
           "raster_group": "raster_group", "epilogue": "epilogue", "family": "family",
-          "runtime_stage_index": "runtime_stage_index"}
+          "runtime_stage_index": "runtime_stage_index", "phase_storage": "phase_storage"}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -42,6 +42,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--raster-group", type=int)
     p.add_argument("--epilogue", choices=EPILOGUES)
     p.add_argument("--runtime-stage-index", type=int, choices=(0, 1), help="1: stage index computed at run time (V2)")
+    p.add_argument("--phase-storage", choices=("register", "local"),
+                   help="V2's per-stage phases: bits of one register, or the tutorial's local-memory array")
     p.add_argument("--clock-ghz", type=float, help="override the profile's sustained SM clock")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--trace", metavar="FILE", help="write one CTA's timeline as a Chrome/Perfetto trace")

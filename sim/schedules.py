@@ -58,6 +58,9 @@ class Cta:
         # L2 requests of one K tile's boxes: one per row of <= 128 B (K-major, 128-B swizzle)
         per_row = math.ceil(s.block_k * INPUT_BYTES / 128)
         self.a_requests, self.b_requests = s.block_m * per_row, s.block_n * per_row
+        # the runtime stage index per K iteration: ALU ops, plus an L1 round trip when the
+        # per-stage phases live in a local-memory array (phase_storage="local")
+        self.index_clk = gpu.runtime_index_clk + (gpu.phase_local_clk if s.phase_storage == "local" else 0)
         # TMA bytes written to shared memory per WGMMA instruction of the K tile
         self.smem_write_per_instr = s.k_iteration_bytes / (self.k_steps * s.m_tiles_per_warpgroup
                                                             * s.consumer_warpgroups)
@@ -135,7 +138,7 @@ class Cta:
             if serial:
                 yield from self._issue_load(role, it)
             if s.runtime_stage_index and s.stages > 1:  # iter % 1 folds to 0
-                yield from self._step(role, "stage index (runtime)", "index", g.runtime_index_clk)
+                yield from self._step(role, "stage index (runtime)", "index", self.index_clk)
             # one thread waits on the mbarrier; the rest are already at the sync
             name = "bar.sync (waiting for TMA)" if s.syncs_per_iter else "mbarrier wait (TMA)"
             yield from self._wait(role, name, "tma_wait", self.full[st].wait(phase[st]))
@@ -159,7 +162,7 @@ class Cta:
         for it in range(self.k_iters):
             st = it % s.stages
             if s.runtime_stage_index and s.stages > 1:  # iter % 1 folds to 0
-                yield from self._step(role, "stage index (runtime)", "index", g.runtime_index_clk)
+                yield from self._step(role, "stage index (runtime)", "index", self.index_clk)
             yield from self._wait(role, "wait empty", "empty_wait", self.empty[st].wait(phase))
             yield from self._step(role, "mbarrier try_wait", "empty_wait", g.mbarrier_wait_clk)
             yield from self._issue_load(role, it)
@@ -176,7 +179,7 @@ class Cta:
         for it in range(self.k_iters):
             st = it % s.stages
             if s.runtime_stage_index and s.stages > 1:  # iter % 1 folds to 0
-                yield from self._step(role, "stage index (runtime)", "index", g.runtime_index_clk)
+                yield from self._step(role, "stage index (runtime)", "index", self.index_clk)
             yield from self._wait(role, "wait full (TMA)", "tma_wait", self.full[st].wait(phase))
             yield from self._step(role, "mbarrier try_wait", "tma_wait", g.mbarrier_wait_clk)
             for _ in range(s.syncs_per_iter):
