@@ -98,3 +98,25 @@ def test_layouts_refused_when_tile_does_not_fit_swizzle():
         KernelConfig(preset("v1"), "float32")
     with pytest.raises(ScheduleError):
         KernelConfig(preset("v1").replace(stages=2))
+
+
+def test_primitive_probes_compile():
+    """The GPU tests' probe kernels (TMA load/store, mbarrier, elect) build for sm_90a too."""
+    import sys
+    from pathlib import Path
+
+    from numba import cuda
+
+    from gemm.compile import ARCH, _device_functions_without_gpu
+    sys.path.insert(0, str(Path(__file__).parent))
+    import test_gpu_ptx
+    sigs = ["void(int64, uint32[:], int64, int64, int64)", "void(int64, uint32[:], int64, int64, int64)",
+            "void(int32[:,:])"]
+    wanted = [("cp.async.bulk.tensor.2d.shared::cluster", "mbarrier.try_wait", "ld.shared.b32"),
+              ("cp.async.bulk.tensor.2d.global", "fence.proxy.async.shared::cta", "cp.async.bulk.wait_group.read 0"),
+              ("mbarrier.arrive.shared", "elect.sync")]
+    with _device_functions_without_gpu():
+        for probe, sig, instrs in zip(test_gpu_ptx._kernels(), sigs, wanted):
+            ptx, _ = cuda.compile_ptx(probe.py_func, sig, cc=ARCH)
+            for instr in instrs:
+                assert instr in ptx, (probe.py_func.__name__, instr)

@@ -19,19 +19,14 @@ what keeps a stage from being refilled while WGMMA still reads it.
 from numba import cuda, uint8, uint32
 
 from .. import ptx
-from .tiles import make_block_setup, make_clock_probe, make_epilogue, make_tile_loader, make_tile_mma
+from .tiles import kernel_parts
 
 
 def build_ring_kernel(config):
-    BN, BK, STAGES = config.block_n, config.block_k, config.stages
+    BK, STAGES = config.block_k, config.stages
     FULL = config.barrier_offset
     PHASES_IN_LOCAL_MEMORY = config.schedule.phase_storage == "local"
-    setup = make_block_setup(config)
-    probe_start, probe_finish = make_clock_probe(config)
-    load_k_tile = make_tile_loader(config)
-    mma_k_tile = make_tile_mma(config)
-    epilogue = make_epilogue(config)
-    zeros = ptx.accumulator_zeros(config.m_blocks * BN // 2)
+    setup, probe_start, probe_finish, load_k_tile, mma_k_tile, epilogue, zeros = kernel_parts(config)
 
     def ring_kernel(tmap_a, tmap_b, c, ldc, m, n, k, pair_ok, probe):
         clk, ns = probe_start()

@@ -14,18 +14,13 @@ writes (unused unless the config asks for one).
 from numba import cuda, uint8
 
 from .. import ptx
-from .tiles import make_block_setup, make_clock_probe, make_epilogue, make_tile_loader, make_tile_mma
+from .tiles import kernel_parts
 
 
 def build_serial_kernel(config):
-    BN, BK = config.block_n, config.block_k
+    BK = config.block_k
     FULL = config.barrier_offset
-    setup = make_block_setup(config)
-    probe_start, probe_finish = make_clock_probe(config)
-    load_k_tile = make_tile_loader(config)
-    mma_k_tile = make_tile_mma(config)
-    epilogue = make_epilogue(config)
-    zeros = ptx.accumulator_zeros(config.m_blocks * BN // 2)
+    setup, probe_start, probe_finish, load_k_tile, mma_k_tile, epilogue, zeros = kernel_parts(config)
 
     def serial_kernel(tmap_a, tmap_b, c, ldc, m, n, k, pair_ok, probe):
         clk, ns = probe_start()

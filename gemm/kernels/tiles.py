@@ -125,3 +125,12 @@ def make_clock_probe(config):
             ptx.st_global_u64(slot + 3 * WORD, end_ns)
             ptx.st_global_u64(slot + 4 * WORD, uint64(ptx.smid()))
     return start, finish
+
+
+def kernel_parts(config):
+    """Every piece above, made for one config, in the order the kernels unpack them:
+    setup, probe_start, probe_finish, load_k_tile, mma_k_tile, epilogue, zeros."""
+    probe_start, probe_finish = make_clock_probe(config)
+    zeros = ptx.accumulator_zeros(config.m_blocks * config.block_n // 2)
+    return (make_block_setup(config), probe_start, probe_finish, make_tile_loader(config),
+            make_tile_mma(config), make_epilogue(config), zeros)

@@ -33,3 +33,33 @@ def literal_int(t, what):
     if not isinstance(t, types.IntegerLiteral):
         raise RequireLiteralValue(f"{what} must be a compile-time integer constant, got {t}")
     return t.literal_value
+
+
+def asm_intrinsic(name, ptx, constraints, argtypes=(), restype=None, doc=None):
+    """A Numba intrinsic that places one fixed PTX string: it takes `argtypes`
+    (numba types; arguments are cast to them) and returns a value of `restype`
+    (uint32 or uint64, from the asm's single output) or nothing."""
+    from numba.cuda import types
+    from numba.cuda.extending import intrinsic
+    from numba.cuda.typing import signature
+
+    result = {None: VOID, types.uint32: I32, types.uint64: I64}[restype]
+    sig = signature(restype or types.void, *argtypes)
+
+    def codegen(context, builder, sig_, args):
+        out = emit(builder, ptx, constraints, args, result)
+        return out if restype is not None else None
+
+    def resolve():
+        return sig, codegen
+
+    # intrinsic() reads the typer's parameters as the function's own: one per argument
+    typer = {0: lambda typingctx: resolve(),
+             1: lambda typingctx, a: resolve(),
+             2: lambda typingctx, a, b: resolve(),
+             3: lambda typingctx, a, b, c: resolve(),
+             4: lambda typingctx, a, b, c, d: resolve(),
+             5: lambda typingctx, a, b, c, d, e: resolve()}[len(argtypes)]
+    typer.__name__ = typer.__qualname__ = name
+    typer.__doc__ = doc
+    return intrinsic(typer)

@@ -4,53 +4,32 @@ Addresses are 32-bit shared-window addresses (see `shared.shared_base`). A "full
 barrier is initialised with count 1 (the single arrive.expect_tx of the thread
 that issues the loads) and flips phase once the expected bytes have landed.
 """
-from numba.cuda import types
-from numba.cuda.extending import intrinsic
-from numba.cuda.typing import signature
+from numba.cuda.types import uint32
 
-from ._asm import emit
+from ._asm import asm_intrinsic
 
+mbarrier_init = asm_intrinsic(
+    "mbarrier_init", "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r", (uint32, uint32),
+    doc="mbarrier.init(addr, count): `count` arrivals complete one phase.")
 
-@intrinsic
-def mbarrier_init(typingctx, addr, count):
-    """mbarrier.init: `count` arrivals complete one phase."""
-    def codegen(context, builder, sig, args):
-        emit(builder, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r", args)
-    return signature(types.void, types.uint32, types.uint32), codegen
+fence_mbarrier_init = asm_intrinsic(
+    "fence_mbarrier_init", "fence.mbarrier_init.release.cluster;", "",
+    doc="Make mbarrier.init visible to other threads and to the async proxy (TMA).")
 
+mbarrier_arrive = asm_intrinsic(
+    "mbarrier_arrive", "mbarrier.arrive.shared::cta.b64 _, [$0];", "r", (uint32,),
+    doc="One arrival (a consumer releasing a stage).")
 
-@intrinsic
-def fence_mbarrier_init(typingctx):
-    """Make mbarrier.init visible to other threads and to the async proxy (TMA)."""
-    def codegen(context, builder, sig, args):
-        emit(builder, "fence.mbarrier_init.release.cluster;", "")
-    return signature(types.void), codegen
+mbarrier_arrive_expect_tx = asm_intrinsic(
+    "mbarrier_arrive_expect_tx", "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r",
+    (uint32, uint32),
+    doc="Arrive and announce `nbytes` of TMA transactions this phase must still see.")
 
-
-@intrinsic
-def mbarrier_arrive(typingctx, addr):
-    """One arrival (a consumer releasing a stage)."""
-    def codegen(context, builder, sig, args):
-        emit(builder, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r", args)
-    return signature(types.void, types.uint32), codegen
-
-
-@intrinsic
-def mbarrier_arrive_expect_tx(typingctx, addr, nbytes):
-    """Arrive and announce `nbytes` of TMA transactions this phase must still see."""
-    def codegen(context, builder, sig, args):
-        emit(builder, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r", args)
-    return signature(types.void, types.uint32, types.uint32), codegen
-
-
-@intrinsic
-def mbarrier_wait(typingctx, addr, phase):
-    """Spin until the barrier's phase with parity `phase` has completed.
-    The labels sit inside { } so that every inlined copy has its own."""
-    def codegen(context, builder, sig, args):
-        emit(builder,
-             "{\n .reg .pred done;\n WAIT:\n"
-             " mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n"
-             " @!done bra WAIT;\n}",
-             "r,r", args)
-    return signature(types.void, types.uint32, types.uint32), codegen
+mbarrier_wait = asm_intrinsic(
+    "mbarrier_wait",
+    "{\n .reg .pred done;\n WAIT:\n"
+    " mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n"
+    " @!done bra WAIT;\n}",
+    "r,r", (uint32, uint32),
+    doc="Spin until the barrier's phase with parity `phase` has completed. The labels "
+        "sit inside { } so that every inlined copy has its own.")

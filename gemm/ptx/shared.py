@@ -3,7 +3,7 @@ from numba.cuda import types
 from numba.cuda.extending import intrinsic
 from numba.cuda.typing import signature
 
-from ._asm import I32, I64, emit
+from ._asm import I32, I64, asm_intrinsic, emit
 
 
 @intrinsic
@@ -20,17 +20,7 @@ def shared_base(typingctx, arr):
     return signature(types.uint32, arr), codegen
 
 
-@intrinsic
-def ld_shared_u32(typingctx, addr):
-    """A 4-byte load from the shared window (for probes and tests)."""
-    def codegen(context, builder, sig, args):
-        return emit(builder, "ld.shared.b32 $0, [$1];", "=r,r", args, I32)
-    return signature(types.uint32, types.uint32), codegen
-
-
-@intrinsic
-def st_shared_u32(typingctx, addr, value):
-    """A 4-byte store to the shared window (for probes and tests)."""
-    def codegen(context, builder, sig, args):
-        emit(builder, "st.shared.b32 [$0], $1;", "r,r", args)
-    return signature(types.void, types.uint32, types.uint32), codegen
+ld_shared_u32 = asm_intrinsic("ld_shared_u32", "ld.shared.b32 $0, [$1];", "=r,r", (types.uint32,),
+                              restype=types.uint32, doc="A 4-byte load from the shared window (probes, tests).")
+st_shared_u32 = asm_intrinsic("st_shared_u32", "st.shared.b32 [$0], $1;", "r,r", (types.uint32, types.uint32),
+                              doc="A 4-byte store to the shared window (probes, tests).")

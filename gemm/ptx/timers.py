@@ -1,38 +1,13 @@
 """Clocks, for probes that measure the SM clock a kernel actually runs at."""
-from numba.cuda import types
-from numba.cuda.extending import intrinsic
-from numba.cuda.typing import signature
+from numba.cuda.types import uint32, uint64
 
-from ._asm import I32, I64, emit
+from ._asm import asm_intrinsic
 
-
-@intrinsic
-def clock64(typingctx):
-    """This SM's cycle counter."""
-    def codegen(context, builder, sig, args):
-        return emit(builder, "mov.u64 $0, %clock64;", "=l", (), I64)
-    return signature(types.uint64), codegen
-
-
-@intrinsic
-def globaltimer(typingctx):
-    """The GPU's nanosecond timer (shared by all SMs)."""
-    def codegen(context, builder, sig, args):
-        return emit(builder, "mov.u64 $0, %globaltimer;", "=l", (), I64)
-    return signature(types.uint64), codegen
-
-
-@intrinsic
-def smid(typingctx):
-    """The index of the SM this thread runs on."""
-    def codegen(context, builder, sig, args):
-        return emit(builder, "mov.u32 $0, %smid;", "=r", (), I32)
-    return signature(types.uint32), codegen
-
-
-@intrinsic
-def st_global_u64(typingctx, addr, value):
-    """An 8-byte store to a global address."""
-    def codegen(context, builder, sig, args):
-        emit(builder, "st.global.u64 [$0], $1;", "l,l", args)
-    return signature(types.void, types.uint64, types.uint64), codegen
+clock64 = asm_intrinsic("clock64", "mov.u64 $0, %clock64;", "=l", restype=uint64,
+                        doc="This SM's cycle counter.")
+globaltimer = asm_intrinsic("globaltimer", "mov.u64 $0, %globaltimer;", "=l", restype=uint64,
+                            doc="The GPU's nanosecond timer (shared by all SMs).")
+smid = asm_intrinsic("smid", "mov.u32 $0, %smid;", "=r", restype=uint32,
+                     doc="The index of the SM this thread runs on.")
+st_global_u64 = asm_intrinsic("st_global_u64", "st.global.u64 [$0], $1;", "l,l", (uint64, uint64),
+                              doc="An 8-byte store to a global address.")

@@ -8,39 +8,25 @@ from numba.cuda import types
 from numba.cuda.extending import intrinsic
 from numba.cuda.typing import signature
 
-from ._asm import emit, literal_int
+from ._asm import asm_intrinsic, emit, literal_int
 
+tma_load_2d = asm_intrinsic(
+    "tma_load_2d",
+    "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+    " [$0], [$1, {$2, $3}], [$4];",
+    "r,l,r,r,r", (types.uint32, types.uint64, types.int32, types.int32, types.uint32),
+    doc="tma_load_2d(dst, tensormap, inner, outer, mbar): copy the box at (inner, outer) "
+        "into shared memory at `dst`; the bytes complete as transactions on the mbarrier at `mbar`.")
 
-@intrinsic
-def tma_load_2d(typingctx, dst, tensormap, inner, outer, mbar):
-    """Copy the box at (inner, outer) into shared memory at `dst`; the bytes
-    complete as transactions on the mbarrier at `mbar`."""
-    def codegen(context, builder, sig, args):
-        emit(builder,
-             "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-             " [$0], [$1, {$2, $3}], [$4];",
-             "r,l,r,r,r", args)
-    return signature(types.void, types.uint32, types.uint64, types.int32, types.int32,
-                     types.uint32), codegen
+tma_store_2d = asm_intrinsic(
+    "tma_store_2d", "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [$0, {$1, $2}], [$3];",
+    "l,r,r,r", (types.uint64, types.int32, types.int32, types.uint32),
+    doc="tma_store_2d(tensormap, inner, outer, src): copy the box in shared memory at `src` to "
+        "(inner, outer) of the tensor; elements outside the tensor are not written.")
 
-
-@intrinsic
-def tma_store_2d(typingctx, tensormap, inner, outer, src):
-    """Copy the box in shared memory at `src` to (inner, outer) of the tensor;
-    elements outside the tensor are not written."""
-    def codegen(context, builder, sig, args):
-        emit(builder,
-             "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [$0, {$1, $2}], [$3];",
-             "l,r,r,r", args)
-    return signature(types.void, types.uint64, types.int32, types.int32, types.uint32), codegen
-
-
-@intrinsic
-def bulk_commit_group(typingctx):
-    """Close the bulk copies issued so far into one group."""
-    def codegen(context, builder, sig, args):
-        emit(builder, "cp.async.bulk.commit_group;", "")
-    return signature(types.void), codegen
+bulk_commit_group = asm_intrinsic(
+    "bulk_commit_group", "cp.async.bulk.commit_group;", "",
+    doc="Close the bulk copies issued so far into one group.")
 
 
 @intrinsic

@@ -15,26 +15,19 @@ from numba.cuda import types
 from numba.cuda.extending import intrinsic
 from numba.cuda.typing import signature
 
-from ._asm import F32, I64, emit, literal_int
+from ._asm import F32, I64, asm_intrinsic, emit, literal_int
 
 WGMMA_N = tuple(range(8, 257, 8))
 PTX_TYPE = {"float16": "f16", "bfloat16": "bf16"}
 
 
-@intrinsic
-def wgmma_fence(typingctx):
-    """Order register accesses to the accumulators before the next wgmma.mma_async."""
-    def codegen(context, builder, sig, args):
-        emit(builder, "wgmma.fence.sync.aligned;", "")
-    return signature(types.void), codegen
+wgmma_fence = asm_intrinsic(
+    "wgmma_fence", "wgmma.fence.sync.aligned;", "",
+    doc="Order register accesses to the accumulators before the next wgmma.mma_async.")
 
-
-@intrinsic
-def wgmma_commit_group(typingctx):
-    """Close the wgmma.mma_async issued so far into one group."""
-    def codegen(context, builder, sig, args):
-        emit(builder, "wgmma.commit_group.sync.aligned;", "")
-    return signature(types.void), codegen
+wgmma_commit_group = asm_intrinsic(
+    "wgmma_commit_group", "wgmma.commit_group.sync.aligned;", "",
+    doc="Close the wgmma.mma_async issued so far into one group.")
 
 
 @intrinsic
