@@ -43,6 +43,9 @@ HELD_IN: dict[str, set[tuple]] = {
         | {("v1", 128, 192, bk, 1) for bk in (16, 32, 64)}
         # l2_read_bytes_per_clk: the rows that refute the 5120 B/clk aggregate cap
         | {("v1", 64, 256, 64, 1), ("v2", 64, 256, 64, 2), ("v1", 64, 128, 64, 1)}
+        # tma_writes_share_smem refuted and phase_local_clk derived from clock.csv's V2 s2/s3
+        # (local and register): the same schedules here
+        | {("v2", 128, 128, 64, 2), ("v2", 128, 128, 64, 3), ("v2-local", 128, 128, 64, 2)}
     ),
 }
 
@@ -99,8 +102,15 @@ def row_schedule(r: dict):
     from gemm.schedule import preset
     version = r["version"]
     over = {"block_m": int(r["block_m"]), "block_n": int(r["block_n"]), "block_k": int(r["block_k"])}
+    if version.endswith("-local"):   # the tutorial's V2: phases in a local-memory array
+        version = version[: -len("-local")]
+        over["phase_storage"] = "local"
+    elif r.get("phase_storage"):
+        over["phase_storage"] = r["phase_storage"]
     if version != "v1":
         over["stages"] = int(r["stages"])
+    else:
+        over.pop("phase_storage", None)
     return preset(version, **over)
 
 

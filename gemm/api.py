@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .schedule import KERNEL_FAMILIES, Schedule, ScheduleError, preset
+from .schedule import KERNEL_FAMILIES, Schedule, preset
 
 DTYPES = ("float16", "bfloat16")
 # Until the autotuner exists: the fastest schedule measured on the H200 at 8192^3

@@ -16,12 +16,11 @@ Also here: occupancy (`residency`) and wave quantization (`waves`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import simpy
 
-from gemm.schedule import INPUT_BYTES, WARPGROUP_THREADS, WGMMA_K, WGMMA_M, Schedule
+from gemm.schedule import INPUT_BYTES, WGMMA_K, WGMMA_M, Schedule
 
 from .hardware import GpuProfile
 

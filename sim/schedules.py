@@ -16,7 +16,7 @@ import math
 
 import simpy
 
-from gemm.schedule import INPUT_BYTES, WGMMA_K, Schedule, ScheduleError
+from gemm.schedule import INPUT_BYTES, WGMMA_K, Schedule
 
 from .engines import BlockBarrier, Mbarrier, SmEngines, Trace
 from .hardware import GpuProfile

@@ -1,10 +1,8 @@
 """CPU tests of the pipeline model (sim/): bounds, invariants, the seed's figures."""
-import math
-
 import pytest
 
 import sim
-from gemm.schedule import PRESETS, Schedule, ScheduleError, preset
+from gemm.schedule import PRESETS, ScheduleError, preset
 from sim.engines import memory_traffic, residency, waves
 from sim.hardware import load_profile
 
