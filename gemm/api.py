@@ -65,7 +65,7 @@ def _describe(x, name):
                     f"got {type(x).__module__}.{type(x).__name__}")
 
 
-def _majorness(mat: _Matrix, name: str):
+def _majorness(mat: _Matrix):
     """('row' | 'col' | None, leading stride): which dimension is contiguous."""
     rows, cols = mat.shape
     if mat.strides[1] == 1 or cols == 1:
@@ -177,11 +177,10 @@ def matmul(a, b, stages=None, *, version=None, schedule=None, out=None):
 
 def _run(sched, A, B, O, m, n, k, dev, launch_gemm):
     import cupy
-    keep = []  # buffers that must outlive the launch
 
-    def on_device(mat: _Matrix, name: str):
+    def on_device(mat: _Matrix):
         """(address, 'row'|'col', leading stride) of a TMA-addressable device copy."""
-        major, ld = _majorness(mat, name)
+        major, ld = _majorness(mat)
         aligned = major is not None and mat.address % 16 == 0 and (ld * 2) % 16 == 0
         if mat.kind == "numpy" or not aligned:
             # Copy to a row-major device buffer whose rows are 16-byte aligned.
@@ -197,12 +196,13 @@ def _run(sched, A, B, O, m, n, k, dev, launch_gemm):
                 buf[:, :cols] = cupy.from_dlpack(mat.array.view(_torch_u16()))
             elif mat.kind == "cupy":
                 buf[:, :cols] = mat.array.view(cupy.uint16)
-            keep.append(buf)
+            # freed into CuPy's stream-ordered pool when this returns: reused only by
+            # work queued after the launch on the same stream
             return buf.data.ptr, "row", padded
         return mat.address, major, ld
 
-    a_addr, a_order, lda = on_device(A, "a")
-    b_addr, b_order, ldb = on_device(B, "b")
+    a_addr, a_order, lda = on_device(A)
+    b_addr, b_order, ldb = on_device(B)
     # A row-major [M, K] is K-major; B row-major [K, N] is N-major (MN).
     a_major = "k" if a_order == "row" else "mn"
     b_major = "mn" if b_order == "row" else "k"

@@ -1,5 +1,6 @@
-"""Pieces every kernel family shares: loading one K tile with TMA, the WGMMAs
-over one K tile, and the epilogue. Each is made for one KernelConfig; the
+"""Pieces every kernel family shares: the block's setup (ring address, tile
+corner, mbarriers), loading one K tile with TMA, the WGMMAs over one K tile, the
+epilogue, and the optional clock probe. Each is made for one KernelConfig; the
 constants it closes over are compile-time constants in the kernel."""
 from numba import cuda, uint32, uint64
 from numba.cuda.extending import register_jitable
