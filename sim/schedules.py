@@ -78,6 +78,16 @@ class Cta:
         if self.trace is not None:
             self.trace.span(role, name, cat, t0, self.env.now)
 
+    def _stage_index(self, role):
+        """V2's runtime stage index (iter % stages, phase lookup); folds away with one stage."""
+        if self.s.runtime_stage_index and self.s.stages > 1:
+            yield from self._step(role, "stage index (runtime)", "index", self.index_clk)
+
+    def _wait_stage(self, role, name, cat, barrier, phase):
+        """Wait on a stage's mbarrier (full or empty), then the try_wait that sees it."""
+        yield from self._wait(role, name, cat, barrier.wait(phase))
+        yield from self._step(role, "mbarrier try_wait", cat, self.gpu.mbarrier_wait_clk)
+
     def _sync(self, role, bar: BlockBarrier, name="bar.sync"):
         t0 = self.env.now
         yield from bar.sync()
@@ -137,8 +147,7 @@ class Cta:
             st = it % s.stages
             if serial:
                 yield from self._issue_load(role, it)
-            if s.runtime_stage_index and s.stages > 1:  # iter % 1 folds to 0
-                yield from self._step(role, "stage index (runtime)", "index", self.index_clk)
+            yield from self._stage_index(role)
             # one thread waits on the mbarrier; the rest are already at the sync
             name = "bar.sync (waiting for TMA)" if s.syncs_per_iter else "mbarrier wait (TMA)"
             yield from self._wait(role, name, "tma_wait", self.full[st].wait(phase[st]))
@@ -157,14 +166,12 @@ class Cta:
         yield from self._epilogue(role)
 
     def _producer(self, bar):
-        s, g, role = self.s, self.gpu, "producer warp"
+        s, role = self.s, "producer warp"
         phase = 1  # the producer starts on phase 1: every stage is free
         for it in range(self.k_iters):
             st = it % s.stages
-            if s.runtime_stage_index and s.stages > 1:  # iter % 1 folds to 0
-                yield from self._step(role, "stage index (runtime)", "index", self.index_clk)
-            yield from self._wait(role, "wait empty", "empty_wait", self.empty[st].wait(phase))
-            yield from self._step(role, "mbarrier try_wait", "empty_wait", g.mbarrier_wait_clk)
+            yield from self._stage_index(role)
+            yield from self._wait_stage(role, "wait empty", "empty_wait", self.empty[st], phase)
             yield from self._issue_load(role, it)
             for _ in range(s.syncs_per_iter):
                 yield from self._sync(role, bar)
@@ -172,16 +179,14 @@ class Cta:
                 phase ^= 1
 
     def _consumer(self, w, bar):
-        s, g, role = self.s, self.gpu, f"consumer {w}"
+        s, role = self.s, f"consumer {w}"
         phase = 0
         instructions = self.k_steps * s.m_tiles_per_warpgroup
         in_flight: list[tuple[int, simpy.Event]] = []   # (stage, done) of committed groups
         for it in range(self.k_iters):
             st = it % s.stages
-            if s.runtime_stage_index and s.stages > 1:  # iter % 1 folds to 0
-                yield from self._step(role, "stage index (runtime)", "index", self.index_clk)
-            yield from self._wait(role, "wait full (TMA)", "tma_wait", self.full[st].wait(phase))
-            yield from self._step(role, "mbarrier try_wait", "tma_wait", g.mbarrier_wait_clk)
+            yield from self._stage_index(role)
+            yield from self._wait_stage(role, "wait full (TMA)", "tma_wait", self.full[st], phase)
             for _ in range(s.syncs_per_iter):
                 yield from self._sync(role, bar)
             done = yield from self._mma(role, it, instructions)

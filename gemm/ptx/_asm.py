@@ -63,3 +63,21 @@ def asm_intrinsic(name, ptx, constraints, argtypes=(), restype=None, doc=None):
     typer.__name__ = typer.__qualname__ = name
     typer.__doc__ = doc
     return intrinsic(typer)
+
+
+def asm_count_intrinsic(name, template, doc=None):
+    """A Numba intrinsic `f(n)` placing `template.format(n=n)`, where n must be a
+    compile-time integer (the count operand of a wait_group)."""
+    from numba.cuda import types
+    from numba.cuda.extending import intrinsic
+    from numba.cuda.typing import signature
+
+    def typer(typingctx, n):
+        ptx = template.format(n=literal_int(n, "the count"))
+
+        def codegen(context, builder, sig, args):
+            emit(builder, ptx, "")
+        return signature(types.void, n), codegen
+    typer.__name__ = typer.__qualname__ = name
+    typer.__doc__ = doc
+    return intrinsic(typer)

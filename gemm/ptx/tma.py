@@ -5,10 +5,8 @@ passed to the kernel as its 64-bit address. Coordinates are in elements,
 innermost first. Out-of-range elements of a load are filled with zeros.
 """
 from numba.cuda import types
-from numba.cuda.extending import intrinsic
-from numba.cuda.typing import signature
 
-from ._asm import asm_intrinsic, emit, literal_int
+from ._asm import asm_count_intrinsic, asm_intrinsic
 
 tma_load_2d = asm_intrinsic(
     "tma_load_2d",
@@ -29,11 +27,6 @@ bulk_commit_group = asm_intrinsic(
     doc="Close the bulk copies issued so far into one group.")
 
 
-@intrinsic
-def bulk_wait_group_read(typingctx, pending):
-    """Wait until at most `pending` bulk groups still read their shared source."""
-    n = literal_int(pending, "pending")
-
-    def codegen(context, builder, sig, args):
-        emit(builder, f"cp.async.bulk.wait_group.read {n};", "")
-    return signature(types.void, pending), codegen
+bulk_wait_group_read = asm_count_intrinsic(
+    "bulk_wait_group_read", "cp.async.bulk.wait_group.read {n};",
+    doc="bulk_wait_group_read(n): wait until at most n bulk groups still read their shared source.")

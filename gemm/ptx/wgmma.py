@@ -15,7 +15,7 @@ from numba.cuda import types
 from numba.cuda.extending import intrinsic
 from numba.cuda.typing import signature
 
-from ._asm import F32, I64, asm_intrinsic, emit, literal_int
+from ._asm import F32, I64, asm_count_intrinsic, asm_intrinsic, emit
 
 WGMMA_N = tuple(range(8, 257, 8))
 PTX_TYPE = {"float16": "f16", "bfloat16": "bf16"}
@@ -30,14 +30,9 @@ wgmma_commit_group = asm_intrinsic(
     doc="Close the wgmma.mma_async issued so far into one group.")
 
 
-@intrinsic
-def wgmma_wait_group(typingctx, pending):
-    """Wait until at most `pending` WGMMA groups are in flight."""
-    n = literal_int(pending, "pending")
-
-    def codegen(context, builder, sig, args):
-        emit(builder, f"wgmma.wait_group.sync.aligned {n};", "")
-    return signature(types.void, pending), codegen
+wgmma_wait_group = asm_count_intrinsic(
+    "wgmma_wait_group", "wgmma.wait_group.sync.aligned {n};",
+    doc="wgmma_wait_group(n): wait until at most n WGMMA groups are in flight.")
 
 
 def mma_ptx(n, dtype, regs, desc_a, desc_b, scale_d, trans_a, trans_b):
