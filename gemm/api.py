@@ -177,9 +177,10 @@ def matmul(a, b, stages=None, *, version=None, schedule=None, out=None):
 
 def _run(sched, A, B, O, m, n, k, dev, launch_gemm):
     import cupy
-    # Copies made below must live until the launch is queued: freed earlier, CuPy's pool
-    # would hand their memory to the next allocation (the other operand's copy, or C)
-    # before the kernel reads them. After the launch, stream order makes reuse safe.
+    # Copies made below must live until the launch is queued (this function's end):
+    # freed earlier, CuPy's pool would hand their memory to the next allocation (the
+    # other operand's copy, or C) before the kernel reads them. After the launch,
+    # stream order makes reuse safe.
     copies = []
 
     def on_device(mat: _Matrix):
@@ -227,7 +228,6 @@ def _run(sched, A, B, O, m, n, k, dev, launch_gemm):
     else:
         launch_gemm(loaded, a_addr, lda, b_addr, ldb, c_addr, ldc, m, n, k,
                     _stream_handle(A.kind, dev.device_id))
-    del copies  # queued: stream order now protects them
 
     if A.kind == "numpy":
         host = result.get().view(A.array.dtype)
