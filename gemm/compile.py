@@ -86,6 +86,7 @@ def assemble(ptx: str) -> tuple[bytes, str]:
     return bytes(cubin), linker.get_info_log() or ""
 
 
+@lru_cache(maxsize=1)
 def _source_digest() -> str:
     h = hashlib.sha256()
     root = Path(__file__).parent
