@@ -48,7 +48,17 @@ PROFILE_KEYS = ("v1 128x192x64", "v2 128x192x64 s2", "v1 64x256x64", "v2 64x256x
                 "v1 64x128x64", "v2 128x128x32 s2")
 
 
-def probe_clock(schedule, sets, runs=5):
+# the V1/V2 loop with its loads taken out (gemm/kernels/mma_loop.py), at 3, 2 and 1 CTAs/SM
+MMA_LOOP_SCHEDULES = {
+    "mma loop 128x128x64 s2": preset("v2"),
+    "mma loop 128x128x64 s3": preset("v2", stages=3),
+    "mma loop 128x128x64 s4": preset("v2", stages=4),
+    "mma loop 128x192x64 s2": preset("v2", block_n=192),
+    "mma loop 64x128x64 s2": preset("v2", block_m=64),
+}
+
+
+def probe_clock(schedule, sets, runs=5, mma_loop_only=False):
     """(median GHz over CTAs of all runs, per-run medians, event-timed ms)."""
     import cupy
     import torch
@@ -57,7 +67,8 @@ def probe_clock(schedule, sets, runs=5):
     from gemm.launch import launch_gemm, load_kernel
     m, k = sets[0][0].shape
     n = sets[0][1].shape[1]
-    loaded = load_kernel(KernelConfig(schedule, "float16", "k", "k", clock_probe=True))
+    loaded = load_kernel(KernelConfig(schedule, "float16", "k", "k", clock_probe=True,
+                                      mma_loop_only=mma_loop_only))
     ctas = loaded.config.grid(m, n)[0] * loaded.config.grid(m, n)[1]
     probe = cupy.zeros((ctas, PROBE_WORDS), dtype=cupy.uint64)
     out = torch.empty((m, n), dtype=torch.float16, device="cuda")
@@ -84,6 +95,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=Path, default=Path("experiments/results/h200-sxm/clock.csv"))
     p.add_argument("--profile", type=Path, default=None, help="write the sustained clock into this sim profile")
+    p.add_argument("--mma-loop", action="store_true",
+                   help="instead: the load-free V1/V2 loop microbenchmark (experiments/results/<gpu>/mma_loop.csv)")
     args = p.parse_args(argv)
     meta = provenance()
     sets = []
@@ -91,12 +104,16 @@ def main(argv=None):
         a, b = random_operands(8192, 8192, 8192, "float16", seed=seed)
         sets.append((a, b.t().contiguous().t()))
     rows = []
-    for name, sched in SCHEDULES.items():
-        ghz, per_run, ms = probe_clock(sched, sets)
+    table = MMA_LOOP_SCHEDULES if args.mma_loop else SCHEDULES
+    if args.mma_loop and args.out.name == "clock.csv":
+        args.out = args.out.with_name("mma_loop.csv")
+    for name, sched in table.items():
+        ghz, per_run, ms = probe_clock(sched, sets, mma_loop_only=args.mma_loop)
         tf = tflops(8192, 8192, 8192, ms)
-        # every CTA's A and B panels: M N K x 2 B x (1/block_m + 1/block_n). The clock.csv of
-        # 2026-11-29 was written with an extra factor 2 here: its l2_bytes_per_sm_clk is twice this.
-        l2_bytes = 8192 ** 3 * 2 * (1 / sched.block_m + 1 / sched.block_n)
+        # every CTA's A and B panels: M N K x 2 B x (1/block_m + 1/block_n) (the first clock.csv
+        # was written with an extra factor 2 here; its column was halved afterwards, as it says).
+        # The load-free loop reads only its prefill.
+        l2_bytes = 0 if args.mma_loop else 8192 ** 3 * 2 * (1 / sched.block_m + 1 / sched.block_n)
         rows.append({"schedule": name, "family": sched.family, "block_m": sched.block_m,
                      "block_n": sched.block_n, "block_k": sched.block_k, "stages": sched.stages,
                      "phase_storage": sched.phase_storage, "clock_ghz": f"{ghz:.4f}",

@@ -2,6 +2,7 @@
 
   serial  V1: load one K tile, wait, sync, WGMMA, wait, sync.
   ring    V2: a `stages`-deep shared-memory ring buffer with block-wide syncs.
+  mma_loop  a microbenchmark: the V1/V2 loop's syncs and WGMMAs with no TMA.
 
 `build(config)` returns the Python kernel function for a KernelConfig; gemm.launch
 compiles it.
@@ -11,6 +12,9 @@ from .config import KernelConfig
 
 def build(config: KernelConfig):
     """The kernel function (not yet compiled) for this configuration."""
+    if config.mma_loop_only:
+        from .mma_loop import build_mma_loop_kernel
+        return build_mma_loop_kernel(config)
     if config.family == "serial":
         from .serial import build_serial_kernel
         return build_serial_kernel(config)

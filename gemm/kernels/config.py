@@ -24,6 +24,7 @@ class KernelConfig:
     a_swizzle: int | None = None  # bytes; None: the widest the tile allows
     b_swizzle: int | None = None
     clock_probe: bool = False     # record each CTA's start/end %clock64 and %globaltimer
+    mma_loop_only: bool = False   # microbenchmark: the ring's loop with no TMA after the prefill
 
     def __post_init__(self):
         self.schedule.validated()
@@ -84,7 +85,8 @@ class KernelConfig:
         s = self.schedule
         return (f"gemm_{s.family}_{s.block_m}x{s.block_n}x{s.block_k}_s{s.stages}_"
                 f"{self.dtype}_{self.a_major}{self.a_layout.swizzle}_{self.b_major}{self.b_layout.swizzle}"
-                + ("_clockprobe" if self.clock_probe else ""))
+                + ("_clockprobe" if self.clock_probe else "")
+                + ("_mmaloop" if self.mma_loop_only else ""))
 
     def grid(self, m: int, n: int) -> tuple[int, int, int]:
         return (-(-m // self.block_m), -(-n // self.block_n), 1)
