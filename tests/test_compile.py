@@ -22,6 +22,7 @@ CASES = [
     KernelConfig(preset("v2", stages=3), "float16", "k", "mn"),
     KernelConfig(preset("v1", block_m=64, block_n=64, block_k=32), "float16", "mn", "k", 0, 0),
     KernelConfig(preset("v2", stages=3), clock_probe=True),
+    KernelConfig(preset("v2"), clock_probe=True, mma_loop_only=True),
 ]
 
 
