@@ -240,12 +240,16 @@ class SmEngines:
         return done
 
     def _run_group(self, instructions, n, done, trace, role, smem_write_bytes=0.0):
-        occ = instructions * self.wgmma_clk(n, smem_write_bytes)
+        # the group holds the tensor cores FIFO for its instructions plus the pipe's fill
+        # (wgmma_fill_clk: from the group's first instruction reaching the tensor cores to
+        # their first math clock; no other group's instruction runs in it); its results are
+        # in registers `wgmma_tail(n)` after its last instruction leaves the tensor cores
+        math_clk = instructions * self.wgmma_clk(n, smem_write_bytes)
         with self.tensor.request() as req:
             yield req
             t0 = self.env.now
-            yield self.env.timeout(occ)
-            self.busy["tensor"] += occ
+            yield self.env.timeout(self.gpu.wgmma_fill_clk + math_clk)
+            self.busy["tensor"] += math_clk
             if trace is not None:
                 trace.span("tensor cores", f"WGMMA x{instructions} ({role})", "wgmma", t0, self.env.now)
         yield self.env.timeout(self.gpu.wgmma_tail(n))

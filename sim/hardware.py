@@ -60,12 +60,29 @@ class GpuProfile:
     # Now False: the writes do not slow WGMMA's operand reads (where they go is not modelled).
     # Held in: the clock.csv rows "v2 128x128x64 s2" and "v2 128x128x64 s3".
     tma_writes_share_smem: bool = False
-    wgmma_issue_clk: int = 8                 # [assumed] per wgmma.mma_async instruction, per warpgroup
+    # ---- WGMMA: calibrated on the load-free loop (gemm/kernels/mma_loop.py, experiments/
+    # results/h200-sxm/mma_loop.csv: bar.sync, fence, the K tile's WGMMAs, commit,
+    # wait_group(0), bar.sync, no loads; SM clock read in the kernel). Per SM clock, 128x128x64:
+    # 3 CTAs/SM 91.56%, 2 CTAs/SM 86.35%, 1 CTA/SM 71.56%; 128x192x64 (2) 90.33%; 64x128x64 (4)
+    # 91.16%. Model: `predict(.., loads=False)` at each row's clock. Two free parameters,
+    # set from the 3- and 1-CTA 128x128x64 rows (the other three held out; sim/README.md):
+    #   wgmma_fill_clk: held on the tensor cores per group, nothing overlaps it -> the 3-CTA
+    #     row (3 CTAs would otherwise keep the cores ~95% busy);
+    #   wgmma_tail_clk: exposed per group on the issuing warpgroup -> the 1-CTA row, given the
+    #     other exposed costs (index 16, 2 x bar.sync 24, fence+commit+first issue 24,
+    #     wait 16: all [assumed]/[paper], kept). Only their sum is pinned: a smaller
+    #     bar_sync_clk would give a larger tail one for one (twice per iteration).
+    wgmma_issue_clk: int = 8                 # [assumed] per wgmma.mma_async; only the group's first is on the warp's path
     wgmma_fence_commit_clk: int = 16         # [assumed] wgmma.fence + commit_group per group
-    # result latency of a WGMMA group after its last instruction leaves the tensor cores,
-    # by N: [paper] order of 100-200 clk in Luo et al. 2025; values [assumed].
-    wgmma_tail_clk: dict = field(default_factory=lambda: {64: 96, 128: 128, 256: 192})
+    # result latency of a WGMMA group after its last instruction leaves the tensor cores, by N.
+    # [measured] 30 clk at N=128 (was an assumed 128: the 1-CTA loop then ran at 60% per clock,
+    # measured 71.6%); the N shape 3:4:6 is kept [assumed]. With the fill, one m64n128k16 alone
+    # takes 23 + 64 + 30 = 117 clk (Luo et al. 2025 [paper]: order of 100-200 clk).
+    wgmma_tail_clk: dict = field(default_factory=lambda: {64: 22, 128: 30, 256: 45})
     wgmma_wait_clk: int = 16                 # [assumed] wgmma.wait_group returning once done
+    # [measured] 23 clk per WGMMA group of tensor-core time that does no math (pipe fill
+    # after a switch to a new group; was 0): from the 3-CTA row above
+    wgmma_fill_clk: int = 23
     # ---- TMA (cp.async.bulk.tensor) ----
     tma_issue_clk: int = 40                  # [assumed] one elected thread, per tensor copy
     # round trip of a TMA box that hits L2, before its bytes stream in; the transfer at

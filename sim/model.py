@@ -59,8 +59,12 @@ _CATEGORY_NAMES = {
 
 def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
             gpu: str | GpuProfile = "h200-sxm", dtype: str = "float16",
-            trace: bool = False, sim_iters: int = 48, notes: list | None = None) -> Prediction:
-    """Predict one kernel launch. Raises ScheduleError for a schedule that cannot run."""
+            trace: bool = False, sim_iters: int = 48, notes: list | None = None,
+            loads: bool = True) -> Prediction:
+    """Predict one kernel launch. Raises ScheduleError for a schedule that cannot run.
+
+    `loads=False` (model only, serial/ring): the loop of gemm/kernels/mma_loop.py -- the ring
+    filled once, then only the syncs, WGMMAs and wait_group(0); no memory floors apply."""
     if dtype not in DTYPES:
         raise ScheduleError(f"dtype must be one of {DTYPES}, got {dtype!r}")
     if min(m, n, k) < 1:
@@ -77,12 +81,17 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
     k_iters = math.ceil(k / s.block_k)
     miss = 1.0 - traffic["l2_hit_rate"]
 
+    if not loads and s.family == "specialized":
+        raise ScheduleError("loads=False models the serial/ring loop (gemm/kernels/mma_loop.py) only")
+    notes = list(notes or [])
+    if not loads:
+        notes.append("model-only: no loads after the ring's first fill (the mma_loop microbenchmark)")
     full = simulate_sm(s, prof, c, k_iters, miss, trace=trace or True, sim_iters=sim_iters,
-                       active_sms=min(prof.sm_count, wv["ctas"]))
+                       active_sms=min(prof.sm_count, wv["ctas"]), loads=loads)
     total_clk = wv["full"] * full["clk"]
     if wv["tail_ctas"]:
         total_clk += simulate_sm(s, prof, wv["tail_ctas_per_sm"], k_iters, miss, sim_iters=sim_iters,
-                                 active_sms=min(prof.sm_count, wv["tail_ctas"]))["clk"]
+                                 active_sms=min(prof.sm_count, wv["tail_ctas"]), loads=loads)["clk"]
     sim_s = total_clk / (prof.clock_ghz * 1e9)
 
     flops = 2.0 * m * n * k
@@ -96,11 +105,14 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
         "L2->SM bandwidth": l2_time,
         "HBM bandwidth": traffic["hbm_bytes"] / (prof.hbm_tbs * 1e12 * prof.hbm_efficiency),
     }
+    if not loads:  # only the first fill and C move: no memory floor binds
+        l2_time = 0.0
+        floors = {"tensor cores": floors["tensor cores"]}
     t = max(sim_s, *floors.values()) + prof.launch_us * 1e-6
     util = {
         "tensor": flops / (prof.peak_tflops * 1e12) / t,
         "tma": l2_time / t,
-        "hbm": traffic["hbm_bytes"] / (prof.hbm_tbs * 1e12) / t,
+        "hbm": traffic["hbm_bytes"] / (prof.hbm_tbs * 1e12) / t if loads else 0.0,
     }
 
     tr = full["trace"]
@@ -123,7 +135,7 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
         bytes={**traffic, "k_iters": k_iters,
                "tma_latency_ns": round(full["tma_latency_clk"] / prof.clock_ghz, 1)},
         gpu=prof.name, clock_ghz=prof.clock_ghz, schedule=asdict(s),
-        shape={"m": m, "n": n, "k": k, "dtype": dtype}, notes=list(notes or []),
+        shape={"m": m, "n": n, "k": k, "dtype": dtype}, notes=notes,
         trace=tr if trace else None,
     )
 

@@ -45,8 +45,11 @@ class Cta:
     """One CTA on one SM: its barriers, its warp-role processes, its timeline."""
 
     def __init__(self, env: simpy.Environment, eng: SmEngines, s: Schedule, gpu: GpuProfile,
-                 k_iters: int, trace: Trace | None, start: float = 0.0):
+                 k_iters: int, trace: Trace | None, start: float = 0.0, loads: bool = True):
         self.env, self.eng, self.s, self.gpu = env, eng, s, gpu
+        # loads=False (model only): the ring is filled once and then reused, no further TMA
+        # loads nor waits for them -- the load-free loop of gemm/kernels/mma_loop.py
+        self.loads = loads
         self.k_iters, self.trace, self.start = k_iters, trace, start
         self.a_bytes = s.block_m * s.block_k * INPUT_BYTES
         self.b_bytes = s.block_n * s.block_k * INPUT_BYTES
@@ -105,8 +108,11 @@ class Cta:
 
     def _mma(self, role, it, instructions):
         g = self.gpu
+        # wgmma.fence, the first instruction and commit_group are on the warp's path; the
+        # later instructions issue (wgmma_issue_clk each) while earlier ones execute
+        # (>= 32 clk each), so they add nothing
         yield from self._step(role, f"WGMMA issue k={it}", "issue",
-                              g.wgmma_fence_commit_clk + instructions * g.wgmma_issue_clk)
+                              g.wgmma_fence_commit_clk + g.wgmma_issue_clk)
         return self.eng.wgmma_group(instructions, self.s.wgmma_n, self.trace, role, self.smem_write_per_instr)
 
     def _epilogue(self, role):
@@ -145,20 +151,22 @@ class Cta:
                 yield from self._issue_load(role, it)
         for it in range(self.k_iters):
             st = it % s.stages
-            if serial:
+            load = self.loads or it < s.stages   # loads=False: only the first fill of the ring
+            if serial and load:
                 yield from self._issue_load(role, it)
             yield from self._stage_index(role)
-            # one thread waits on the mbarrier; the rest are already at the sync
-            name = "bar.sync (waiting for TMA)" if s.syncs_per_iter else "mbarrier wait (TMA)"
-            yield from self._wait(role, name, "tma_wait", self.full[st].wait(phase[st]))
-            yield from self._step(role, "mbarrier try_wait", "tma_wait", g.mbarrier_wait_clk)
+            if load:
+                # one thread waits on the mbarrier; the rest are already at the sync
+                name = "bar.sync (waiting for TMA)" if s.syncs_per_iter else "mbarrier wait (TMA)"
+                yield from self._wait(role, name, "tma_wait", self.full[st].wait(phase[st]))
+                yield from self._step(role, "mbarrier try_wait", "tma_wait", g.mbarrier_wait_clk)
             if s.syncs_per_iter >= 1:
                 yield from self._sync(role, bar)
             done = yield from self._mma(role, it, instructions)
             yield from self._wait(role, "wait_group(0)", "wgmma_wait", done)
             yield from self._step(role, "wait_group(0)", "wgmma_wait", g.wgmma_wait_clk)
             phase[st] ^= 1
-            if not serial and it + s.stages < self.k_iters:
+            if not serial and self.loads and it + s.stages < self.k_iters:
                 yield from self._issue_load(role, it + s.stages)
             for _ in range(max(0, s.syncs_per_iter - 1)):
                 yield from self._sync(role, bar)
@@ -212,8 +220,12 @@ class Cta:
 
 
 def simulate_sm(s: Schedule, gpu: GpuProfile, ctas: int, k_iters: int, miss_rate: float,
-                trace: bool = False, sim_iters: int = 48, active_sms: int | None = None) -> dict:
+                trace: bool = False, sim_iters: int = 48, active_sms: int | None = None,
+                loads: bool = True) -> dict:
     """One SM running `ctas` resident CTAs side by side (one wave on that SM).
+
+    `loads=False` (serial/ring only, model only): after the ring's first fill no more TMA
+    loads and no waits for them; the syncs, WGMMAs and wait_group(0) stay (mma_loop.py).
 
     Only `sim_iters` K iterations are simulated; when K is longer the steady-state
     rate of the second half is extrapolated to the remaining iterations."""
@@ -222,7 +234,10 @@ def simulate_sm(s: Schedule, gpu: GpuProfile, ctas: int, k_iters: int, miss_rate
     n_sim = min(k_iters, sim_iters)
     tr = Trace() if trace else None
     # CTAs of a wave are started one after another by the block scheduler
-    run = [Cta(env, eng, s, gpu, n_sim, tr if i == 0 else None, start=i * gpu.bar_sync_clk) for i in range(ctas)]
+    if not loads and s.family == "specialized":
+        raise ValueError("loads=False models the serial/ring loop of gemm/kernels/mma_loop.py only")
+    run = [Cta(env, eng, s, gpu, n_sim, tr if i == 0 else None, start=i * gpu.bar_sync_clk, loads=loads)
+           for i in range(ctas)]
     for c in run:
         env.process(c.run())
     env.run()
