@@ -58,8 +58,20 @@ MMA_LOOP_SCHEDULES = {
 }
 
 
-def probe_clock(schedule, sets, runs=5, mma_loop_only=False):
-    """(median GHz over CTAs of all runs, per-run medians, event-timed ms)."""
+# the V2 loop with its WGMMAs taken out (gemm/kernels/load_loop.py): the load side alone
+LOAD_LOOP_SCHEDULES = {
+    "load loop 128x128x64 s1": preset("v2", stages=1),
+    "load loop 128x128x64 s2": preset("v2"),
+    "load loop 128x128x64 s3": preset("v2", stages=3),
+    "load loop 128x128x64 s4": preset("v2", stages=4),
+    "load loop 128x192x64 s2": preset("v2", block_n=192),
+    "load loop 64x128x64 s2": preset("v2", block_m=64),
+    "load loop 128x128x16 s2": preset("v2", block_k=16),
+}
+
+
+def probe_clock(schedule, sets, runs=5, mma_loop_only=False, load_loop_only=False):
+    """(median GHz over CTAs of all runs, per-run medians, event-timed ms, CTAs per SM)."""
     import cupy
     import torch
     from gemm.kernels import KernelConfig
@@ -68,7 +80,7 @@ def probe_clock(schedule, sets, runs=5, mma_loop_only=False):
     m, k = sets[0][0].shape
     n = sets[0][1].shape[1]
     loaded = load_kernel(KernelConfig(schedule, "float16", "k", "k", clock_probe=True,
-                                      mma_loop_only=mma_loop_only))
+                                      mma_loop_only=mma_loop_only, load_loop_only=load_loop_only))
     ctas = loaded.config.grid(m, n)[0] * loaded.config.grid(m, n)[1]
     probe = cupy.zeros((ctas, PROBE_WORDS), dtype=cupy.uint64)
     out = torch.empty((m, n), dtype=torch.float16, device="cuda")
@@ -88,7 +100,8 @@ def probe_clock(schedule, sets, runs=5, mma_loop_only=False):
         ghz = (rec[:, 2] - rec[:, 0]) / (rec[:, 3] - rec[:, 1])
         per_run.append(float(np.median(ghz)))
         all_ghz.extend(ghz.tolist())
-    return statistics.median(all_ghz), per_run, ms
+    ctas_per_sm = loaded.occupancy.max_active_blocks_per_multiprocessor(loaded.threads, loaded.shared_bytes)
+    return statistics.median(all_ghz), per_run, ms, ctas_per_sm
 
 
 def main(argv=None):
@@ -97,6 +110,8 @@ def main(argv=None):
     p.add_argument("--profile", type=Path, default=None, help="write the sustained clock into this sim profile")
     p.add_argument("--mma-loop", action="store_true",
                    help="instead: the load-free V1/V2 loop microbenchmark (experiments/results/<gpu>/mma_loop.csv)")
+    p.add_argument("--load-loop", action="store_true",
+                   help="instead: the WGMMA-free V2 loop microbenchmark (experiments/results/<gpu>/load_loop.csv)")
     args = p.parse_args(argv)
     meta = provenance()
     sets = []
@@ -104,11 +119,12 @@ def main(argv=None):
         a, b = random_operands(8192, 8192, 8192, "float16", seed=seed)
         sets.append((a, b.t().contiguous().t()))
     rows = []
-    table = MMA_LOOP_SCHEDULES if args.mma_loop else SCHEDULES
-    if args.mma_loop and args.out.name == "clock.csv":
-        args.out = args.out.with_name("mma_loop.csv")
+    table = MMA_LOOP_SCHEDULES if args.mma_loop else LOAD_LOOP_SCHEDULES if args.load_loop else SCHEDULES
+    if args.out.name == "clock.csv" and (args.mma_loop or args.load_loop):
+        args.out = args.out.with_name("mma_loop.csv" if args.mma_loop else "load_loop.csv")
     for name, sched in table.items():
-        ghz, per_run, ms = probe_clock(sched, sets, mma_loop_only=args.mma_loop)
+        ghz, per_run, ms, ctas_per_sm = probe_clock(sched, sets, mma_loop_only=args.mma_loop,
+                                                    load_loop_only=args.load_loop)
         tf = tflops(8192, 8192, 8192, ms)
         # every CTA's A and B panels: M N K x 2 B x (1/block_m + 1/block_n) (the first clock.csv
         # was written with an extra factor 2 here; its column was halved afterwards, as it says).
@@ -116,9 +132,13 @@ def main(argv=None):
         l2_bytes = 0 if args.mma_loop else 8192 ** 3 * 2 * (1 / sched.block_m + 1 / sched.block_n)
         rows.append({"schedule": name, "family": sched.family, "block_m": sched.block_m,
                      "block_n": sched.block_n, "block_k": sched.block_k, "stages": sched.stages,
-                     "phase_storage": sched.phase_storage, "clock_ghz": f"{ghz:.4f}",
+                     "phase_storage": sched.phase_storage, "ctas_per_sm": ctas_per_sm,
+                     "clock_ghz": f"{ghz:.4f}",
                      "per_run_ghz": " ".join(f"{g:.4f}" for g in per_run),
                      "ms": f"{ms:.4f}", "tflops": f"{tf:.1f}",
+                     # K tiles one SM gets through per microsecond, and SM clocks per CTA-iteration
+                     "cta_iterations": (8192 // sched.block_m) * (8192 // sched.block_n) * (8192 // sched.block_k),
+                     "clk_per_iteration_per_sm": f"{ms * 1e-3 * ghz * 1e9 * 132 / ((8192 // sched.block_m) * (8192 // sched.block_n) * (8192 // sched.block_k)):.1f}",
                      # activity per SM clock: share of the tensor peak, L2->SM bytes per SM
                      "tensor_util_per_clock": f"{tf * 1e12 / (132 * 4096 * ghz * 1e9):.4f}",
                      "l2_bytes_per_sm_clk": f"{l2_bytes / (ms * 1e-3) / (132 * ghz * 1e9):.2f}"})

@@ -24,6 +24,7 @@ CASES = [
     KernelConfig(preset("v2", stages=3), clock_probe=True),
     KernelConfig(preset("v2"), clock_probe=True, mma_loop_only=True),
 ]
+LOAD_LOOP = KernelConfig(preset("v2", stages=3), clock_probe=True, load_loop_only=True)
 
 
 @pytest.fixture(scope="module", params=CASES, ids=lambda c: c.name)
@@ -75,6 +76,13 @@ def test_serial_and_ring_differ_in_their_loop():
     # V1 waits on its one barrier; V2 computes a runtime stage (iter % 3)
     assert v1.count("cp.async.bulk.tensor") == 2
     assert v2.count("cp.async.bulk.tensor") >= 4  # prefill and refill
+
+
+def test_load_loop_microbenchmark_has_loads_and_no_wgmma():
+    ck = compile_kernel(LOAD_LOOP, use_disk_cache=False)
+    assert ck.spill_bytes == 0 and ck.stack_bytes == 0
+    assert "cp.async.bulk.tensor.2d" in ck.ptx and "mbarrier.try_wait.parity" in ck.ptx
+    assert "wgmma.mma_async" not in ck.ptx
 
 
 def test_tutorial_phase_array_lives_in_local_memory():

@@ -3,6 +3,7 @@
   serial  V1: load one K tile, wait, sync, WGMMA, wait, sync.
   ring    V2: a `stages`-deep shared-memory ring buffer with block-wide syncs.
   mma_loop  a microbenchmark: the V1/V2 loop's syncs and WGMMAs with no TMA.
+  load_loop a microbenchmark: the V2 loop's loads, waits and syncs with no WGMMA.
 
 `build(config)` returns the Python kernel function for a KernelConfig; gemm.launch
 compiles it.
@@ -15,6 +16,9 @@ def build(config: KernelConfig):
     if config.mma_loop_only:
         from .mma_loop import build_mma_loop_kernel
         return build_mma_loop_kernel(config)
+    if config.load_loop_only:
+        from .load_loop import build_load_loop_kernel
+        return build_load_loop_kernel(config)
     if config.family == "serial":
         from .serial import build_serial_kernel
         return build_serial_kernel(config)

@@ -25,6 +25,7 @@ class KernelConfig:
     b_swizzle: int | None = None
     clock_probe: bool = False     # record each CTA's start/end %clock64 and %globaltimer
     mma_loop_only: bool = False   # microbenchmark: the ring's loop with no TMA after the prefill
+    load_loop_only: bool = False  # microbenchmark: the ring's loop with no WGMMA
 
     def __post_init__(self):
         self.schedule.validated()
@@ -86,7 +87,8 @@ class KernelConfig:
         return (f"gemm_{s.family}_{s.block_m}x{s.block_n}x{s.block_k}_s{s.stages}_"
                 f"{self.dtype}_{self.a_major}{self.a_layout.swizzle}_{self.b_major}{self.b_layout.swizzle}"
                 + ("_clockprobe" if self.clock_probe else "")
-                + ("_mmaloop" if self.mma_loop_only else ""))
+                + ("_mmaloop" if self.mma_loop_only else "")
+                + ("_loadloop" if self.load_loop_only else ""))
 
     def grid(self, m: int, n: int) -> tuple[int, int, int]:
         return (-(-m // self.block_m), -(-n // self.block_n), 1)
