@@ -46,6 +46,11 @@ HELD_IN: dict[str, set[tuple]] = {
         # tma_writes_share_smem refuted and phase_local_clk derived from clock.csv's V2 s2/s3
         # (local and register): the same schedules here
         | {("v2", 128, 128, 64, 2), ("v2", 128, 128, 64, 3), ("v2-local", 128, 128, 64, 2)}
+        # l2_request_additive (sixth pass): the sum of request and byte time, not the max, was
+        # chosen after seeing the block_k=32 (64-B row) rows; the ns values themselves come from
+        # load_loop.csv (no GEMM row)
+        | {(v, bm, bn, 32, st) for bm, bn in ((64, 128), (128, 128), (128, 192), (64, 256))
+           for v, st in (("v1", 1), ("v2", 2), ("v2", 3), ("v2", 4))}
     ),
 }
 
@@ -61,6 +66,7 @@ CLOCK_HELD_IN: dict[str, dict[str, str]] = {
         "v2 64x256x64 s2": "l2_read_bytes_per_clk (measured.csv)",
         "v1 64x128x64": "l2_read_bytes_per_clk (measured.csv)",
         "v1 64x128x16": "l2_request_clk (block_k=16 rows of measured.csv)",
+        "v2 128x128x32 s2": "l2_request_additive chosen after seeing it (sixth pass)",
     },
 }
 # clock.csv rows whose in-kernel clock is aggregated into the profile's clock_ghz

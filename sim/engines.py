@@ -269,7 +269,12 @@ class SmEngines:
         # the L2 -> SM transfer and, for the lines that miss, the SM's share of HBM run
         # side by side (line by line); the copy is done when the slower one is
         # the SM's L2 path: its byte rate, or one request per l2_request_clk, the slower
-        port_dt = max(nbytes / self.l2_rate, requests * self.gpu.l2_request_clk)
+        # (a missed byte also costs l2_miss_port_factor x its read time: the L2 fill)
+        port_bytes = nbytes * (1.0 + self.gpu.l2_miss_port_factor * self.miss_rate)
+        if self.gpu.l2_request_additive:
+            port_dt = port_bytes / self.l2_rate + requests * self.gpu.l2_request_clk
+        else:
+            port_dt = max(port_bytes / self.l2_rate, requests * self.gpu.l2_request_clk)
         hbm_dt = nbytes * self.miss_rate / self.hbm_rate
         hreq = self.hbm.request()
         preq = self.l2_path.request()

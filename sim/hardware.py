@@ -98,6 +98,9 @@ class GpuProfile:
     hbm_latency_ns: float = 800.0
     tma_inflight_bytes: int = 256 * 1024     # [assumed] per-SM bytes in flight the TMA unit tracks
     # ---- memory system ----
+    # (Sixth pass: the three per-SM-clock L2 figures below are the fallback only; the
+    # nanosecond figures further down, when set -- they are in the built-in profiles --
+    # replace them at the profile's clock.)
     # L2 -> SM path: bytes per SM clock one SM can receive. [assumed] 64 B/clk (one 128-B
     # line per two clocks). Contradicted by 6% by one in-kernel-clock row: "v2 64x256x64 s2"
     # (clock.csv) moves 21.5 GB in 1.904 ms at 1.256 GHz = 68 B per SM clock. Not changed
@@ -118,6 +121,48 @@ class GpuProfile:
     # 1.98 GHz maximum clock. Now the ports' sum (132 x 64 = 8448 B/clk): no aggregate
     # limit beyond the per-SM ports (and their request rate, l2_request_clk).
     l2_read_bytes_per_clk: float = 8448.0
+    # ---- the same L2 -> SM path in nanoseconds (sixth pass) ----
+    # When set, these replace the per-SM-clock figures above (`__post_init__` derives
+    # l2_sm_bytes_per_clk, l2_request_clk and l2_read_bytes_per_clk from them at this
+    # profile's clock_ghz): the L2 and the crossbar are taken to run on their own clock,
+    # not the SM clock, so a power-capped SM clock does not slow them. None = the per-clock
+    # figures above stand (built-in profiles: see below for the calibrated values).
+    # [measured] calibrated on the load-only loop (gemm/kernels/load_loop.py; experiments/
+    # results/h200-sxm/load_loop.csv: the V2 loop without WGMMAs, every row at 1.97-1.98 GHz,
+    # so nothing in it is power-capped), `predict(.., mmas=False, ctas_per_sm=..)` at each
+    # row's clock and residency (sim/README.md, sixth pass). A box costs its port
+    #   requests x l2_request_ns + bytes x (1 + l2_miss_port_factor x miss rate) / l2_sm_bytes_per_ns
+    # (l2_request_additive True). Held in: 128x128x64 s2 (3 CTAs/SM, 1.877 ms), s4 (1 CTA/SM,
+    # 2.065 ms) and 128x128x16 s2 (12 CTAs/SM, 32-B box rows: 256 requests per 582.2 clk per
+    # SM at 1.98 GHz); the three parameters from a grid (130-180 B/ns x 0.8-1.2 x 0.86-0.94 ns)
+    # minimising the largest of the three errors (+0.5%, -0.4%, -0.5%). Held out: s1 (6
+    # CTAs/SM) +3.3%, s3 (2) -3.1%, 128x192x64 s2 +4.4%, 64x128x64 s2 +5.9%.
+    # A 128-B row of hits: 0.9 + 128/160 = 1.70 ns (75 B/ns per SM, 9.9 TB/s for 132 SMs);
+    # a 32-B row 1.10 ns; a 64-B row 1.30 ns. Was 64 B/clk and one request per 2 clk, the
+    # slower of the two (127 B/ns and 1.0 ns at 1.98 GHz): the load loops then ran 39-46%
+    # too fast. The sum (not the max) was chosen after seeing that the max form leaves the
+    # 64-B-row (block_k=32) GEMMs +14..+18% (clock.csv V2 128x128x32 +14.4%; with the sum -5.2%).
+    # Known contradiction: the V2 64x256x64 s2 GEMM moves 11.3-12.0 TB/s (clock.csv,
+    # measured.csv) with the same 128-B box rows (320 per K tile, as 128x192x64): above this
+    # port; the model gives it -20%.
+    # The [assumed] H100 values: the same (same GH100 die and L2).
+    l2_sm_bytes_per_ns: float | None = 160.0  # one SM's L2 -> SM stream rate, bytes per ns (= GB/s)
+    l2_request_ns: float | None = 0.9         # ns per L2 request (one per box row) on one SM's port
+    l2_read_tbs: float | None = None          # aggregate L2 -> SM TB/s; None = the ports' sum
+    # How a box's requests and bytes combine on the port: False = the slower of the two
+    # (requests x l2_request_clk, or bytes / rate: the fifth pass), True = their sum (a fixed
+    # cost per request, then the bytes stream).
+    l2_request_additive: bool = True
+    # L2 port time a byte that misses L2 costs on top of its read (the fill from HBM into
+    # L2 competes with the reads), as a multiple of a hit byte's. 0 = misses cost the port
+    # nothing extra (their HBM share runs side by side, as before). [measured] 1.1, fitted with
+    # the two above: the load loop slows as residency falls (per SM and 32 KB K tile
+    # 449/472/500/520 ns at 6/3/2/1 CTAs/SM) while the model's HBM bytes grow with the number
+    # of waves (0.95/1.63/2.31/4.37 GB); a port without it leaves the 1-CTA row ~-11%, and TMA
+    # latency cannot supply it (250 -> 1250 ns moves that row < 1.5 points: its 4-stage ring
+    # keeps the port busy). The mechanism is [assumed]; the miss bytes are the model's
+    # per-wave estimate (engines.memory_traffic), not a measurement.
+    l2_miss_port_factor: float = 1.1
     l2_bytes: int = 50 * 1024 * 1024         # [datasheet] 50 MB
     hbm_tbs: float = 3.35                    # [datasheet]
     hbm_efficiency: float = 0.85             # [assumed] achievable fraction of the datasheet bandwidth
@@ -142,6 +187,22 @@ class GpuProfile:
     phase_local_clk: int = 54
     cta_launch_clk: int = 600                # [assumed] CTA start: block scheduling, mbarrier init, first sync
     launch_us: float = 4.0                   # [assumed] kernel launch inside a CUDA-event timing
+
+    def __post_init__(self):
+        # the nanosecond figures, when given, fix the per-SM-clock ones at this clock
+        if self.l2_sm_bytes_per_ns is not None:
+            object.__setattr__(self, "l2_sm_bytes_per_clk", self.l2_sm_bytes_per_ns / self.clock_ghz)
+            agg = self.l2_read_tbs * 1e3 if self.l2_read_tbs is not None else self.l2_sm_bytes_per_ns * self.sm_count
+            object.__setattr__(self, "l2_read_bytes_per_clk", agg / self.clock_ghz)
+        elif self.l2_read_tbs is not None:
+            object.__setattr__(self, "l2_read_bytes_per_clk", self.l2_read_tbs * 1e3 / self.clock_ghz)
+        if self.l2_request_ns is not None:
+            object.__setattr__(self, "l2_request_clk", self.l2_request_ns * self.clock_ghz)
+
+    @property
+    def l2_in_ns(self) -> bool:
+        """True when the L2 -> SM path is given in nanoseconds (independent of the SM clock)."""
+        return self.l2_sm_bytes_per_ns is not None
 
     # ---- derived ----
     @property

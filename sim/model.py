@@ -60,11 +60,16 @@ _CATEGORY_NAMES = {
 def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
             gpu: str | GpuProfile = "h200-sxm", dtype: str = "float16",
             trace: bool = False, sim_iters: int = 48, notes: list | None = None,
-            loads: bool = True) -> Prediction:
+            loads: bool = True, mmas: bool = True, ctas_per_sm: int | None = None) -> Prediction:
     """Predict one kernel launch. Raises ScheduleError for a schedule that cannot run.
 
     `loads=False` (model only, serial/ring): the loop of gemm/kernels/mma_loop.py -- the ring
-    filled once, then only the syncs, WGMMAs and wait_group(0); no memory floors apply."""
+    filled once, then only the syncs, WGMMAs and wait_group(0); no memory floors apply.
+    `mmas=False` (model only, serial/ring): the loop of gemm/kernels/load_loop.py -- the loads,
+    the mbarrier waits and the syncs, no WGMMA; no tensor floor applies (flops are GEMM-equivalent).
+    `ctas_per_sm` (model only): run this many CTAs per SM instead of the occupancy's figure (the
+    microbenchmark kernels use ~24 registers, so only shared memory limits them); it may not
+    exceed the shared-memory, thread or block limit."""
     if dtype not in DTYPES:
         raise ScheduleError(f"dtype must be one of {DTYPES}, got {dtype!r}")
     if min(m, n, k) < 1:
@@ -73,6 +78,12 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
     s = schedule
     res = residency(s, prof)
     c = res["ctas_per_sm"]
+    if ctas_per_sm is not None:
+        cap = min(res["limits"][k] for k in ("smem", "threads", "blocks"))
+        if not 1 <= ctas_per_sm <= cap:
+            raise ScheduleError(f"ctas_per_sm={ctas_per_sm}: outside 1..{cap} (shared memory, threads, blocks)")
+        c = ctas_per_sm
+        res = {**res, "ctas_per_sm": c, "limited_by": "override (model only)"}
     if c < 1:
         raise ScheduleError(f"schedule {s.name!r}: no CTA fits on an SM (limits {res['limits']})")
     tm, tn = grid(s, m, n)
@@ -81,25 +92,36 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
     k_iters = math.ceil(k / s.block_k)
     miss = 1.0 - traffic["l2_hit_rate"]
 
-    if not loads and s.family == "specialized":
-        raise ScheduleError("loads=False models the serial/ring loop (gemm/kernels/mma_loop.py) only")
+    if (not loads or not mmas) and s.family == "specialized":
+        raise ScheduleError("loads=False / mmas=False model the serial/ring microbenchmark loops "
+                            "(gemm/kernels/mma_loop.py, load_loop.py) only")
+    if not loads and not mmas:
+        raise ScheduleError("loads=False and mmas=False together leave no loop")
     notes = list(notes or [])
+    if ctas_per_sm is not None:
+        notes.append(f"model-only: {c} CTAs/SM set by the caller (occupancy gives {res['limits']})")
+    if not mmas:
+        notes.append("model-only: no WGMMAs (the load_loop microbenchmark); TFLOPS are GEMM-equivalent")
     if not loads:
         notes.append("model-only: no loads after the ring's first fill (the mma_loop microbenchmark)")
     full = simulate_sm(s, prof, c, k_iters, miss, trace=trace or True, sim_iters=sim_iters,
-                       active_sms=min(prof.sm_count, wv["ctas"]), loads=loads)
+                       active_sms=min(prof.sm_count, wv["ctas"]), loads=loads, mmas=mmas)
     total_clk = wv["full"] * full["clk"]
     if wv["tail_ctas"]:
         total_clk += simulate_sm(s, prof, wv["tail_ctas_per_sm"], k_iters, miss, sim_iters=sim_iters,
-                                 active_sms=min(prof.sm_count, wv["tail_ctas"]), loads=loads)["clk"]
+                                 active_sms=min(prof.sm_count, wv["tail_ctas"]), loads=loads,
+                                 mmas=mmas)["clk"]
     sim_s = total_clk / (prof.clock_ghz * 1e9)
 
     flops = 2.0 * m * n * k
     hz = prof.clock_ghz * 1e9
     # L2 requests: one per box row of <= 128 B; each SM's path takes one per l2_request_clk
     requests = tm * tn * k_iters * (s.block_m + s.block_n) * math.ceil(s.block_k * 2 / 128)
-    l2_time = max(traffic["l2_to_sm_bytes"] / (prof.l2_feed_bytes_per_clk() * hz),
-                  requests * prof.l2_request_clk / prof.sm_count / hz)
+    # (bytes that miss L2 cost l2_miss_port_factor x more port time: the fill)
+    port_bytes = traffic["l2_to_sm_bytes"] + prof.l2_miss_port_factor * traffic["hbm_read_bytes"]
+    l2_terms = (port_bytes / (prof.l2_feed_bytes_per_clk() * hz),
+                requests * prof.l2_request_clk / prof.sm_count / hz)
+    l2_time = sum(l2_terms) if prof.l2_request_additive else max(l2_terms)
     floors = {
         "tensor cores": flops / (prof.peak_tflops * 1e12),
         "L2->SM bandwidth": l2_time,
@@ -108,9 +130,11 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
     if not loads:  # only the first fill and C move: no memory floor binds
         l2_time = 0.0
         floors = {"tensor cores": floors["tensor cores"]}
+    if not mmas:  # no math: only the memory floors
+        floors.pop("tensor cores")
     t = max(sim_s, *floors.values()) + prof.launch_us * 1e-6
     util = {
-        "tensor": flops / (prof.peak_tflops * 1e12) / t,
+        "tensor": flops / (prof.peak_tflops * 1e12) / t if mmas else 0.0,
         "tma": l2_time / t,
         "hbm": traffic["hbm_bytes"] / (prof.hbm_tbs * 1e12) / t if loads else 0.0,
     }

@@ -45,11 +45,15 @@ class Cta:
     """One CTA on one SM: its barriers, its warp-role processes, its timeline."""
 
     def __init__(self, env: simpy.Environment, eng: SmEngines, s: Schedule, gpu: GpuProfile,
-                 k_iters: int, trace: Trace | None, start: float = 0.0, loads: bool = True):
+                 k_iters: int, trace: Trace | None, start: float = 0.0, loads: bool = True,
+                 mmas: bool = True):
         self.env, self.eng, self.s, self.gpu = env, eng, s, gpu
         # loads=False (model only): the ring is filled once and then reused, no further TMA
         # loads nor waits for them -- the load-free loop of gemm/kernels/mma_loop.py
         self.loads = loads
+        # mmas=False (model only): no WGMMAs and no wait_group -- the loop of
+        # gemm/kernels/load_loop.py (prefill; wait, sync, refill, sync)
+        self.mmas = mmas
         self.k_iters, self.trace, self.start = k_iters, trace, start
         self.a_bytes = s.block_m * s.block_k * INPUT_BYTES
         self.b_bytes = s.block_n * s.block_k * INPUT_BYTES
@@ -162,9 +166,10 @@ class Cta:
                 yield from self._step(role, "mbarrier try_wait", "tma_wait", g.mbarrier_wait_clk)
             if s.syncs_per_iter >= 1:
                 yield from self._sync(role, bar)
-            done = yield from self._mma(role, it, instructions)
-            yield from self._wait(role, "wait_group(0)", "wgmma_wait", done)
-            yield from self._step(role, "wait_group(0)", "wgmma_wait", g.wgmma_wait_clk)
+            if self.mmas:
+                done = yield from self._mma(role, it, instructions)
+                yield from self._wait(role, "wait_group(0)", "wgmma_wait", done)
+                yield from self._step(role, "wait_group(0)", "wgmma_wait", g.wgmma_wait_clk)
             phase[st] ^= 1
             if not serial and self.loads and it + s.stages < self.k_iters:
                 yield from self._issue_load(role, it + s.stages)
@@ -221,7 +226,7 @@ class Cta:
 
 def simulate_sm(s: Schedule, gpu: GpuProfile, ctas: int, k_iters: int, miss_rate: float,
                 trace: bool = False, sim_iters: int = 48, active_sms: int | None = None,
-                loads: bool = True) -> dict:
+                loads: bool = True, mmas: bool = True) -> dict:
     """One SM running `ctas` resident CTAs side by side (one wave on that SM).
 
     `loads=False` (serial/ring only, model only): after the ring's first fill no more TMA
@@ -234,9 +239,12 @@ def simulate_sm(s: Schedule, gpu: GpuProfile, ctas: int, k_iters: int, miss_rate
     n_sim = min(k_iters, sim_iters)
     tr = Trace() if trace else None
     # CTAs of a wave are started one after another by the block scheduler
-    if not loads and s.family == "specialized":
-        raise ValueError("loads=False models the serial/ring loop of gemm/kernels/mma_loop.py only")
-    run = [Cta(env, eng, s, gpu, n_sim, tr if i == 0 else None, start=i * gpu.bar_sync_clk, loads=loads)
+    if (not loads or not mmas) and s.family == "specialized":
+        raise ValueError("loads=False / mmas=False model the serial/ring microbenchmark loops only")
+    if not loads and not mmas:
+        raise ValueError("loads=False and mmas=False together leave no loop")
+    run = [Cta(env, eng, s, gpu, n_sim, tr if i == 0 else None, start=i * gpu.bar_sync_clk, loads=loads,
+               mmas=mmas)
            for i in range(ctas)]
     for c in run:
         env.process(c.run())
