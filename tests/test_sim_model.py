@@ -224,20 +224,27 @@ def test_seed_v2_reason_is_visible(seed):
 MMA_LOOP_CALIBRATION = ("mma loop 128x128x64 s2", "mma loop 128x128x64 s4")   # 3 and 1 CTAs/SM: set the WGMMA fill and tail
 
 
-def _mma_loop_rows():
+def _microbench_rows(csv_name, measured_column, **predict_options):
+    """{schedule: (prediction at the row's in-kernel clock, measured value)} for a microbenchmark
+    CSV in experiments/results/h200-sxm/; an option given as a function is read off the row."""
     import csv
     import dataclasses
     from pathlib import Path
-    path = Path(__file__).resolve().parents[1] / "experiments" / "results" / "h200-sxm" / "mma_loop.csv"
+    path = Path(__file__).resolve().parents[1] / "experiments" / "results" / "h200-sxm" / csv_name
     rows = list(csv.DictReader(ln for ln in path.read_text().splitlines() if not ln.startswith("#")))
     g = load_profile("h200-sxm")
     out = {}
     for r in rows:
         s = preset("v2", block_m=int(r["block_m"]), block_n=int(r["block_n"]), block_k=int(r["block_k"]),
                    stages=int(r["stages"]))
-        p = sim.predict(s, N, N, N, gpu=dataclasses.replace(g, clock_ghz=float(r["clock_ghz"])), loads=False)
-        out[r["schedule"]] = (p, float(r["tensor_util_per_clock"]))
+        options = {k: (v(r) if callable(v) else v) for k, v in predict_options.items()}
+        p = sim.predict(s, N, N, N, gpu=dataclasses.replace(g, clock_ghz=float(r["clock_ghz"])), **options)
+        out[r["schedule"]] = (p, float(r[measured_column]))
     return out
+
+
+def _mma_loop_rows():
+    return _microbench_rows("mma_loop.csv", "tensor_util_per_clock", loads=False)
 
 
 def test_load_free_loop_matches_the_mma_loop_microbenchmark():
@@ -279,20 +286,7 @@ LOAD_LOOP_CALIBRATION = ("load loop 128x128x64 s2", "load loop 128x128x64 s4", "
 
 
 def _load_loop_rows():
-    import csv
-    import dataclasses
-    from pathlib import Path
-    path = Path(__file__).resolve().parents[1] / "experiments" / "results" / "h200-sxm" / "load_loop.csv"
-    rows = list(csv.DictReader(ln for ln in path.read_text().splitlines() if not ln.startswith("#")))
-    g = load_profile("h200-sxm")
-    out = {}
-    for r in rows:
-        s = preset("v2", block_m=int(r["block_m"]), block_n=int(r["block_n"]), block_k=int(r["block_k"]),
-                   stages=int(r["stages"]))
-        p = sim.predict(s, N, N, N, gpu=dataclasses.replace(g, clock_ghz=float(r["clock_ghz"])), mmas=False,
-                        ctas_per_sm=int(r["ctas_per_sm"]))
-        out[r["schedule"]] = (p, float(r["ms"]))
-    return out
+    return _microbench_rows("load_loop.csv", "ms", mmas=False, ctas_per_sm=lambda r: int(r["ctas_per_sm"]))
 
 
 def test_load_only_loop_matches_the_load_loop_microbenchmark():
