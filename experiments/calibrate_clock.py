@@ -41,6 +41,14 @@ SCHEDULES = {
     "v1 64x128x64": preset("v1", block_m=64),
     "v2 128x128x32 s2": preset("v2", block_k=32),
     "v1 64x128x16": preset("v1", block_m=64, block_k=16),
+    "v3 128x128x64 s2": preset("v3", stages=2),
+    "v3 128x128x64 s3": preset("v3", stages=3),
+    "v3 128x128x64 s4": preset("v3"),
+    "v4 128x128x64 s2": preset("v4", stages=2),
+    "v4 128x128x64 s3": preset("v4", stages=3),
+    "v5 128x128x64 s3": preset("v5", stages=3),
+    "v5 128x128x64 s4": preset("v5"),
+    "v5 128x256x64 s3": preset("v5", block_n=256, stages=3),
 }
 # the dense schedules whose median clock goes into the profile: not the seed's 128x128x64
 # tile, so that those rows stay held out of the clock (sim/README.md)
@@ -55,6 +63,12 @@ MMA_LOOP_SCHEDULES = {
     "mma loop 128x128x64 s4": preset("v2", stages=4),
     "mma loop 128x192x64 s2": preset("v2", block_n=192),
     "mma loop 64x128x64 s2": preset("v2", block_m=64),
+    # the warp-specialized loop: no syncs; wait_group(0) (V3, V4) or (1) (V5)
+    "mma loop v3 128x128x64 s2": preset("v3", stages=2),
+    "mma loop v3 128x128x64 s4": preset("v3", stages=4),
+    "mma loop v4 128x128x64 s4": preset("v4", stages=4),
+    "mma loop v5 128x128x64 s3": preset("v5", stages=3),
+    "mma loop v5 128x128x64 s4": preset("v5", stages=4),
 }
 
 
@@ -67,6 +81,11 @@ LOAD_LOOP_SCHEDULES = {
     "load loop 128x192x64 s2": preset("v2", block_n=192),
     "load loop 64x128x64 s2": preset("v2", block_m=64),
     "load loop 128x128x16 s2": preset("v2", block_k=16),
+    # the warp-specialized handshake: the producer loads, the consumers hand each stage back
+    "load loop v3 128x128x64 s2": preset("v3", stages=2),
+    "load loop v3 128x128x64 s3": preset("v3", stages=3),
+    "load loop v3 128x128x64 s4": preset("v3", stages=4),
+    "load loop v3 128x128x64 s6": preset("v3", stages=6),
 }
 
 
@@ -130,7 +149,9 @@ def main(argv=None):
         # was written with an extra factor 2 here; its column was halved afterwards, as it says).
         # The load-free loop reads only its prefill.
         l2_bytes = 0 if args.mma_loop else 8192 ** 3 * 2 * (1 / sched.block_m + 1 / sched.block_n)
-        rows.append({"schedule": name, "family": sched.family, "block_m": sched.block_m,
+        rows.append({"schedule": name, "family": sched.family, "version": sched.name,
+                     "consumer_warpgroups": sched.consumer_warpgroups,
+                     "wgmma_in_flight": sched.wgmma_in_flight, "block_m": sched.block_m,
                      "block_n": sched.block_n, "block_k": sched.block_k, "stages": sched.stages,
                      "phase_storage": sched.phase_storage, "ctas_per_sm": ctas_per_sm,
                      "clock_ghz": f"{ghz:.4f}",

@@ -3,6 +3,8 @@
   python -m experiments.measure                 # the tutorial's V1/V2 search space at 8192^3
   python -m experiments.measure --quick         # a few schedules, for a smoke run
   python -m experiments.measure --host-overhead # warm-call host cost at 256^3 vs cupy.matmul
+  python -m experiments.measure --ladder        # V1..V5 at the seed's tile and V5's larger tiles
+  python -m experiments.measure --seed-pair     # the seed's case, every version taking turns
 
 Each row: one schedule at one shape, its median time, cuBLAS's median time on the
 same inputs measured right after it in the same process, and whether its output
@@ -30,7 +32,7 @@ BLOCK_KS = [16, 32, 64]
 V2_STAGES = [2, 3, 4]
 COLUMNS = ["kernel", "version", "m", "n", "k", "dtype", "block_m", "block_n", "block_k", "stages",
            "ms", "tflops", "cublas_ms", "cublas_tflops", "ratio", "correct", "rel_err", "registers",
-           "ctas_per_sm", "b_major", "phase_storage", "ms_alone", "tflops_alone", "ratio_alone", "gpu", "sm_clock_mhz", "date"]
+           "ctas_per_sm", "b_major", "phase_storage", "raster", "ms_alone", "tflops_alone", "ratio_alone", "gpu", "sm_clock_mhz", "date"]
 
 
 def search_space(extra=False):
@@ -46,6 +48,22 @@ def search_space(extra=False):
     if extra:  # the tutorial's V2 as it compiles there: phases in a runtime-indexed local array
         for s in (2, 3):
             yield preset("v2", stages=s, phase_storage="local", name="v2-local"), None
+
+
+def ladder():
+    """Every kernel version at the seed's 128x128x64 tile and the ring depths that fit,
+    then the warp-specialized kernels on the larger tiles two consumer warpgroups allow."""
+    yield preset("v1")
+    for s in (2, 3, 4):
+        yield preset("v2", stages=s)
+    yield preset("v2", phase_storage="local", name="v2-local")
+    for version in ("v3", "v4", "v5"):
+        for s in (2, 3, 4):
+            yield preset(version, stages=s)
+    for bm, bn in ((128, 192), (128, 256), (256, 128)):
+        for s in (3, 4):
+            for raster in ("row", "grouped"):
+                yield preset("v5", block_m=bm, block_n=bn, stages=s, raster=raster)
 
 
 def smi(query: str) -> str:
@@ -117,24 +135,31 @@ def measure(schedules, m, n, k, dtype, b_major, writer, meta, log):
             "rel_err": f"{err:.2e}", "registers": regs,
             "ctas_per_sm": loaded.occupancy.max_active_blocks_per_multiprocessor(
                 sched.threads, sched.shared_bytes),
-            "b_major": b_major, "phase_storage": sched.phase_storage, "ms_alone": f"{ms_alone:.4f}",
+            "b_major": b_major, "phase_storage": sched.phase_storage, "raster": sched.raster, "ms_alone": f"{ms_alone:.4f}",
             "tflops_alone": f"{tflops(m, n, k, ms_alone):.1f}",
             "ratio_alone": f"{cublas_alone_ms / ms_alone:.3f}", "gpu": meta["gpu"], "sm_clock_mhz": clock.split()[0], "date": meta["date"],
         }
         writer.writerow(row)
         rows.append(row)
-        log(f"{sched.name} {sched.block_m}x{sched.block_n}x{sched.block_k} s{sched.stages}: "
+        log(f"{sched.name} {sched.block_m}x{sched.block_n}x{sched.block_k} s{sched.stages} {sched.raster}: "
             f"{row['tflops']} TFLOPS, cuBLAS {row['cublas_tflops']}, ratio {row['ratio']}, "
             f"err {row['rel_err']}, {regs} regs, {row['ctas_per_sm']} CTA/SM, clock {clock} "
             f"({time.time() - t0:.1f}s)")
     return rows
 
 
+SEED_CASE = {  # the seed's 128x128x64 tile: each version at its preset depth, V3 and V4 shallower too
+    "v1": preset("v1"), "v2": preset("v2"),
+    "v2_local": preset("v2", phase_storage="local"),   # the tutorial's phase array in local memory
+    "v3": preset("v3"), "v3_s2": preset("v3", stages=2), "v3_s3": preset("v3", stages=3),
+    "v4": preset("v4"), "v4_s2": preset("v4", stages=2), "v5": preset("v5"),
+}
+
+
 def seed_pair(log, repeats=3, iters=200):
-    """V1 against V2 at the seed's case (128x128x64, 2 stages, 8192^3 fp16, B stored
-    [N, K]), V2 also with the tutorial's phase array in local memory: they and cuBLAS
-    take turns run by run, so all see the same clock;
-    `repeats` independent medians of `iters` runs each show the spread."""
+    """Every version at the seed's case (128x128x64, 8192^3 fp16, B stored [N, K]) and
+    cuBLAS taking turns run by run, so all see the same clock; `repeats` independent
+    medians of `iters` runs each show the spread."""
     import torch
     import gemm
     from .reference import random_operands
@@ -143,20 +168,16 @@ def seed_pair(log, repeats=3, iters=200):
         a, b = random_operands(8192, 8192, 8192, "float16", seed=seed)
         sets.append((a, b.t().contiguous().t()))
     out = torch.empty((8192, 8192), dtype=torch.float16, device="cuda")
-    v1, v2 = preset("v1"), preset("v2")
-    v2_local = preset("v2", phase_storage="local")   # the tutorial's phase array in local memory
-    fns = {"v1": lambda a, b: gemm.matmul(a, b, schedule=v1, out=out),
-           "v2": lambda a, b: gemm.matmul(a, b, schedule=v2, out=out),
-           "v2_local": lambda a, b: gemm.matmul(a, b, schedule=v2_local, out=out),
-           "cublas": lambda a, b: torch.matmul(a, b, out=out)}
+    fns = {name: (lambda a, b, s=s: gemm.matmul(a, b, schedule=s, out=out)) for name, s in SEED_CASE.items()}
+    fns["cublas"] = lambda a, b: torch.matmul(a, b, out=out)
     results = []
     for r in range(repeats):
         ms = time_interleaved(fns, sets, iters=iters)
         t = {name: tflops(8192, 8192, 8192, v) for name, v in ms.items()}
         results.append(t)
-        log(f"seed case, repeat {r}: V1 {t['v1']:.1f}  V2 {t['v2']:.1f}  V2 (phases in local memory) "
-            f"{t['v2_local']:.1f}  cuBLAS {t['cublas']:.1f} TFLOPS  V2/V1 {t['v2'] / t['v1']:.4f}  "
-            f"V2-local/V1 {t['v2_local'] / t['v1']:.4f}")
+        log(f"seed case, repeat {r}: " + "  ".join(f"{name} {v:.1f}" for name, v in t.items())
+            + f" TFLOPS  V2/V1 {t['v2'] / t['v1']:.4f}  V2-local/V1 {t['v2_local'] / t['v1']:.4f}"
+            + f"  V3/V1 {t['v3'] / t['v1']:.4f}  V3/V2 {t['v3'] / t['v2']:.4f}")
     return results
 
 
@@ -209,7 +230,9 @@ def main(argv=None):
     p.add_argument("--profile", action="store_true", help="with --host-overhead: cProfile the warm call")
     p.add_argument("--only-host", action="store_true", help="skip the GEMM sweep")
     p.add_argument("--seed-pair", action="store_true",
-                   help="only V1 vs V2 vs cuBLAS at the seed's case, three-way interleaved, 3 x 200 runs")
+                   help="only every version and cuBLAS at the seed's case, interleaved, 3 x 200 runs")
+    p.add_argument("--ladder", action="store_true",
+                   help="instead of the tutorial's V1/V2 space: V1..V5 at 128x128x64 and V5 on larger tiles")
     p.add_argument("--out", type=Path, default=Path("experiments/results/h200-sxm/measured.csv"))
     p.add_argument("--log", type=Path, default=None, help="also write the log here")
     args = p.parse_args(argv)
@@ -231,6 +254,8 @@ def main(argv=None):
     meta = provenance()
     if args.quick:
         schedules = [preset("v1"), preset("v2")]
+    elif args.ladder:
+        schedules = list(ladder())
     else:
         schedules = []
         for s, why in search_space(args.extra):

@@ -1,4 +1,4 @@
-"""A small V1/V2 workload for compute-sanitizer (memcheck, racecheck, synccheck):
+"""A small V1-V5 workload for compute-sanitizer (memcheck, racecheck, synccheck):
 
   compute-sanitizer --tool racecheck python3 -m experiments.sanitize_run
 
@@ -9,7 +9,8 @@ import gemm
 from experiments.reference import TOLERANCE, poisoned, random_operands, relative_error
 
 CASES = [("v1", None, (200, 136, 100)), ("v2", 2, (200, 136, 333)), ("v2", 3, (130, 200, 70)),
-         ("v2", 4, (64, 192, 256))]
+         ("v2", 4, (64, 192, 256)), ("v3", 2, (200, 136, 333)), ("v3", 4, (130, 200, 70)),
+         ("v4", 2, (300, 136, 333)), ("v5", 2, (200, 260, 520)), ("v5", 3, (130, 200, 70))]
 
 for version, stages, (m, n, k) in CASES:
     a, b = random_operands(m, n, k, "float16", seed=m + n + k)

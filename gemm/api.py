@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .schedule import KERNEL_FAMILIES, Schedule, preset
+from .schedule import Schedule, kernel_gaps, preset
 
 DTYPES = ("float16", "bfloat16")
 # Until the autotuner exists: the fastest schedule measured on the H200 at 8192^3
@@ -99,9 +99,9 @@ def _checked(schedule, stages, version) -> Schedule:
         s = preset("v2", stages=stages)
     else:
         s = DEFAULT_SCHEDULE
-    if s.family not in KERNEL_FAMILIES:
-        raise NotImplementedError(f"schedule {s.name!r} is of the {s.family!r} family, which has no "
-                                  f"kernel yet (kernels: {', '.join(KERNEL_FAMILIES)}); "
+    gaps = kernel_gaps(s)
+    if gaps:
+        raise NotImplementedError(f"schedule {s.name!r} has no kernel yet: {'; '.join(gaps)}; "
                                   "python -m sim.run predicts it")
     return s
 
@@ -127,7 +127,8 @@ def matmul(a, b, stages=None, *, version=None, schedule=None, out=None):
     """`a @ b` for 2-D fp16/bf16 matrices, with fp32 accumulation, on our kernels.
 
     stages   ring depth of the V2 kernel (stages=2 is the tutorial's V2)
-    version  a preset: "v1" (serial) or "v2" (ring); stages= then overrides its depth
+    version  a preset: "v1" (serial), "v2" (ring), "v3".."v5" (warp-specialized); stages=
+             then overrides its depth ("v6" asks for a TMA-store epilogue: not built yet)
     schedule a full gemm.Schedule
     out      an array of shape (M, N), a's dtype and kind, columns contiguous, to write into
 

@@ -6,6 +6,7 @@ configuration and the source of gemm/ (~/.cache/hopper-gemm, or $HOPPER_GEMM_CAC
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import re
@@ -72,7 +73,7 @@ def kernel_ptx(config: KernelConfig) -> str:
     from numba import cuda
     pyfunc = build(config)
     with _device_functions_without_gpu():
-        ptx, _ = cuda.compile_ptx(pyfunc, SIGNATURE, cc=ARCH, launch_bounds=(config.threads, 1))
+        ptx, _ = cuda.compile_ptx(pyfunc, SIGNATURE, cc=ARCH, launch_bounds=(config.threads, _min_ctas(config)))
     return ptx
 
 
@@ -110,6 +111,29 @@ def _write_entry(path: Path, ptx: str, log: str, cubin: bytes) -> None:
         tmp = path / f".{name}.{os.getpid()}"
         tmp.write_bytes(data)
         os.replace(tmp, path / name)
+
+
+def ctas_by_registers(registers: int, threads: int) -> int:
+    """CTAs of `threads` threads at `registers` each that fit one SM's register file: it is
+    split among the SM's four schedulers (16K registers each), a warp's registers are
+    allocated in 256-register units, and a CTA's warps are dealt round robin."""
+    per_warp = -(-registers * 32 // 256) * 256
+    warps = -(-threads // 32)
+    ctas = 0
+    while -(-(ctas + 1) * warps // 4) * per_warp <= 16384:
+        ctas += 1
+    return ctas
+
+
+def _min_ctas(config: KernelConfig) -> int:
+    """The `launch_bounds` minimum of CTAs per SM. A clock-probe build asks for as many
+    as the kernel it measures fits by registers: the probe's few extra registers could
+    otherwise cost a CTA per SM (V4/V5's 96 -> 102 do) and the probe would time another
+    residency. (ptxas ignores --maxrregcount for a kernel with launch bounds.)"""
+    if not config.clock_probe:
+        return 1
+    plain = compile_kernel(dataclasses.replace(config, clock_probe=False))
+    return max(1, ctas_by_registers(plain.registers, config.threads))
 
 
 @lru_cache(maxsize=None)

@@ -22,8 +22,9 @@ shared/seed/hopper-matmul-v2-tutorial.txt):
   v5  v4 keeping one WGMMA group in flight across iterations.
   v6  v5 with a larger 128x256 tile, grouped raster order and a TMA-store epilogue.
 
-Only families listed in `KERNEL_FAMILIES` have a Numba kernel today; the model
-covers them all.
+The Numba kernels cover the serial, ring and specialized families (V1-V5);
+`kernel_gaps(schedule)` names what a schedule asks for that no kernel does yet
+(the TMA-store epilogue, more than one producer warp). The model covers them all.
 """
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ WGMMA_MAX_N = 256
 WARPGROUP_THREADS = 128
 
 FAMILIES = ("serial", "ring", "specialized")
-KERNEL_FAMILIES = ("serial", "ring")  # those with a Numba kernel today
+KERNEL_FAMILIES = ("serial", "ring", "specialized")  # those with a Numba kernel
 RASTERS = ("row", "column", "grouped")
 EPILOGUES = ("direct", "tma")
 PHASE_STORAGE = ("register", "local")
@@ -201,6 +202,19 @@ class Schedule:
         if self.family == "specialized":
             need(self.producer_warps >= 1, "the specialized family needs a producer warp")
         return self
+
+
+def kernel_gaps(s: Schedule) -> list[str]:
+    """What this (valid) schedule asks for that the Numba kernels do not build yet."""
+    gaps = []
+    if s.family not in KERNEL_FAMILIES:
+        gaps.append(f"the {s.family!r} family has no kernel (kernels: {', '.join(KERNEL_FAMILIES)})")
+    if s.epilogue != "direct":
+        gaps.append(f"epilogue={s.epilogue!r}: the kernels store C directly from registers "
+                    "(epilogue='direct')")
+    if s.family == "specialized" and s.producer_warps != 1:
+        gaps.append(f"producer_warps={s.producer_warps}: the specialized kernel has one producer warp")
+    return gaps
 
 
 def _preset(**kw) -> Schedule:

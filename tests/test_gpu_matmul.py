@@ -21,8 +21,11 @@ def _check(c, a, b, dtype):
     assert diff < 2 * TOLERANCE[dtype], f"differs from cuBLAS by {diff:.2e}"
 
 
+VERSIONS = ["v1", "v2", "v3", "v4", "v5"]
+
+
 @pytest.mark.parametrize("shape", LARGE, ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("version", ["v1", "v2"])
+@pytest.mark.parametrize("version", VERSIONS)
 def test_large_fp16(version, shape):
     import gemm
     m, n, k = shape
@@ -32,7 +35,7 @@ def test_large_fp16(version, shape):
     _check(c, a, b, "float16")
 
 
-@pytest.mark.parametrize("version", ["v1", "v2"])
+@pytest.mark.parametrize("version", VERSIONS)
 def test_large_bf16(version):
     import gemm
     m, n, k = 4096, 4096, 4096
@@ -53,7 +56,7 @@ def test_default_schedule_large():
 
 @pytest.mark.parametrize("shape", ODD, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("version", ["v1", "v2"])
+@pytest.mark.parametrize("version", VERSIONS)
 def test_odd_shapes(version, dtype, shape):
     import gemm
     m, n, k = shape
@@ -75,6 +78,53 @@ def test_every_stage_count_that_fits(stages):
     c2 = poisoned(m, n, "float16")
     gemm.matmul(*short, stages=stages, out=c2)
     _check(c2, *short, "float16")
+
+
+SPECIALIZED = {
+    "v3-s1": dict(version="v3", stages=1),
+    "v3-s2": dict(version="v3", stages=2),
+    "v3-s6": dict(version="v3", stages=6),
+    "v4-s2": dict(version="v4", stages=2),
+    "v5-s2": dict(version="v5", stages=2),
+    "v5-s3-inflight2": dict(version="v5", stages=3, wgmma_in_flight=2),
+    "v5-128x256": dict(version="v5", block_n=256, stages=3),
+    "v5-256x128": dict(version="v5", block_m=256, stages=3),
+    "v3-64x256-bk32": dict(version="v3", block_m=64, block_n=256, block_k=32, stages=4),
+}
+
+
+@pytest.mark.parametrize("raster", ["row", "column", "grouped"])
+@pytest.mark.parametrize("case", SPECIALIZED, ids=str)
+def test_specialized_pipelines(case, raster):
+    """Ring depths around the K loop's length, in-flight WGMMA groups, two consumer
+    warpgroups, the raster orders, on a grid of tiles that is ragged in M and N."""
+    import gemm
+    from gemm import preset
+    kw = dict(SPECIALIZED[case])
+    sched = preset(kw.pop("version"), raster=raster, raster_group=4, **kw)   # 9 tile rows: 4+4+1
+    m, n, k = 1100, 900, 64 * 5 + 7   # 6 K tiles: more and fewer than the ring
+    a, b = random_operands(m, n, k, "float16", seed=len(case) + len(raster))
+    c = poisoned(m, n, "float16")
+    gemm.matmul(a, b, schedule=sched, out=c)
+    _check(c, a, b, "float16")
+    short = random_operands(m, n, 40, "bfloat16", seed=7 + len(case))   # one K tile
+    c2 = poisoned(m, n, "bfloat16")
+    gemm.matmul(*short, schedule=sched, out=c2)
+    _check(c2, *short, "bfloat16")
+
+
+@pytest.mark.parametrize("a_t", [False, True], ids=["a", "aT"])
+@pytest.mark.parametrize("b_t", [False, True], ids=["b", "bT"])
+def test_specialized_transposed_views(a_t, b_t):
+    import gemm
+    m, n, k = 640, 384, 512 + 24
+    a, b = random_operands(m, n, k, "bfloat16", seed=31 + 2 * a_t + b_t)
+    a_in = a.t().contiguous().t() if a_t else a
+    b_in = b.t().contiguous().t() if b_t else b
+    for version in ("v3", "v5"):
+        c = poisoned(m, n, "bfloat16")
+        gemm.matmul(a_in, b_in, version=version, out=c)
+        _check(c, a, b, "bfloat16")
 
 
 @pytest.mark.parametrize("tile", [(64, 128), (128, 128), (128, 192), (64, 256)])
@@ -159,7 +209,8 @@ def test_tutorial_phase_array_in_local_memory(stages):
     _check(c, a, b, "float16")
 
 
-def test_clock_probe_records_every_cta():
+@pytest.mark.parametrize("version", ["v2", "v5"])
+def test_clock_probe_records_every_cta(version):
     import cupy
     import numpy as np
     import torch
@@ -169,7 +220,7 @@ def test_clock_probe_records_every_cta():
     from gemm.launch import launch_gemm, load_kernel
     m, n, k = 1024, 768, 2048
     a, b = random_operands(m, n, k, "float16", seed=3)
-    loaded = load_kernel(KernelConfig(preset("v2"), "float16", "k", "mn", clock_probe=True))
+    loaded = load_kernel(KernelConfig(preset(version), "float16", "k", "mn", clock_probe=True))
     gx, gy, _ = loaded.config.grid(m, n)
     probe = cupy.zeros((gx * gy, PROBE_WORDS), dtype=cupy.uint64)
     c = poisoned(m, n, "float16")

@@ -2,8 +2,10 @@
 
   serial  V1: load one K tile, wait, sync, WGMMA, wait, sync.
   ring    V2: a `stages`-deep shared-memory ring buffer with block-wide syncs.
+  specialized  V3-V5: a producer warp and consumer warpgroups, full/empty mbarriers.
   mma_loop  a microbenchmark: the V1/V2 loop's syncs and WGMMAs with no TMA.
   load_loop a microbenchmark: the V2 loop's loads, waits and syncs with no WGMMA.
+  (the specialized kernel has both modes built in: KernelConfig's mma_loop_only / load_loop_only)
 
 `build(config)` returns the Python kernel function for a KernelConfig; gemm.launch
 compiles it.
@@ -13,6 +15,9 @@ from .config import KernelConfig
 
 def build(config: KernelConfig):
     """The kernel function (not yet compiled) for this configuration."""
+    if config.family == "specialized":   # its microbenchmark modes are switches of its own
+        from .specialized import build_specialized_kernel
+        return build_specialized_kernel(config)
     if config.mma_loop_only:
         from .mma_loop import build_mma_loop_kernel
         return build_mma_loop_kernel(config)
@@ -25,9 +30,7 @@ def build(config: KernelConfig):
     if config.family == "ring":
         from .ring import build_ring_kernel
         return build_ring_kernel(config)
-    raise NotImplementedError(
-        f"no Numba kernel for the {config.family!r} family yet (kernels exist for: serial, ring); "
-        "the simulator models it: python -m sim.run --version ...")
+    raise NotImplementedError(f"no Numba kernel for the {config.family!r} family")
 
 
 __all__ = ["KernelConfig", "build"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from ..schedule import Schedule
+from ..schedule import Schedule, kernel_gaps
 from ..smem_layout import OperandLayout, default_swizzle
 
 DTYPES = ("float16", "bfloat16")
@@ -29,6 +29,9 @@ class KernelConfig:
 
     def __post_init__(self):
         self.schedule.validated()
+        gaps = kernel_gaps(self.schedule)
+        if gaps:
+            raise NotImplementedError(f"no kernel for schedule {self.schedule.name!r}: {'; '.join(gaps)}")
         self.a_layout, self.b_layout  # raises if a tile does not fit its swizzle
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
@@ -59,7 +62,10 @@ class KernelConfig:
         swizzle = default_swizzle(self.b_major, self.block_k) if self.b_swizzle is None else self.b_swizzle
         return OperandLayout(self.b_major, self.block_n, self.block_k, swizzle)
 
-    # -- the shared-memory map: [A stages][B stages][full barriers] --
+    @property
+    def consumer_warps(self): return 4 * self.schedule.consumer_warpgroups
+
+    # -- the shared-memory map: [A stages][B stages][full barriers][empty barriers] --
     @property
     def a_offset(self) -> int:
         return 0
@@ -71,6 +77,21 @@ class KernelConfig:
     @property
     def barrier_offset(self) -> int:
         return self.b_offset + self.stages * self.b_layout.tile_bytes
+
+    @property
+    def empty_barrier_offset(self) -> int:
+        """Where the per-stage "empty" mbarriers of a warp-specialized kernel live; -1 if none."""
+        return self.barrier_offset + 8 * self.stages if self.family == "specialized" else -1
+
+    @property
+    def warpgroup_a_offset(self) -> int:
+        """Bytes from consumer warpgroup w's rows of an A tile to warpgroup w+1's."""
+        a, mb = self.a_layout, self.m_blocks
+        step = a.offset(0, mb) - a.offset(0, 0)
+        assert all(a.offset(k, w * mb + m) == a.offset(k, m) + w * step
+                   for k in range(self.block_k // 16) for m in range(mb)
+                   for w in range(self.schedule.consumer_warpgroups)), "A rows not evenly spaced"
+        return step
 
     @property
     def shared_bytes(self) -> int:
@@ -85,13 +106,16 @@ class KernelConfig:
     def name(self) -> str:
         s = self.schedule
         return (f"gemm_{s.family}_{s.block_m}x{s.block_n}x{s.block_k}_s{s.stages}_"
-                f"{self.dtype}_{self.a_major}{self.a_layout.swizzle}_{self.b_major}{self.b_layout.swizzle}"
+                + (f"wg{s.consumer_warpgroups}_inflight{s.wgmma_in_flight}_" if s.family == "specialized" else "")
+                + (f"{s.raster}{s.raster_group if s.raster == 'grouped' else ''}_" if s.raster != "row" else "")
+                + f"{self.dtype}_{self.a_major}{self.a_layout.swizzle}_{self.b_major}{self.b_layout.swizzle}"
                 + ("_clockprobe" if self.clock_probe else "")
                 + ("_mmaloop" if self.mma_loop_only else "")
                 + ("_loadloop" if self.load_loop_only else ""))
 
     def grid(self, m: int, n: int) -> tuple[int, int, int]:
-        return (-(-m // self.block_m), -(-n // self.block_n), 1)
+        """1-D: the kernel maps launch order onto C tiles by the schedule's raster."""
+        return ((-(-m // self.block_m)) * (-(-n // self.block_n)), 1, 1)
 
     def mma_offsets(self):
         """Byte offsets of each WGMMA's A (per k16 step, per m64 block) and B (per k16 step)."""

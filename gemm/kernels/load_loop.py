@@ -19,9 +19,9 @@ def build_load_loop_kernel(config):
     setup, probe_start, probe_finish, load_k_tile, mma_k_tile, epilogue, zeros = kernel_parts(config)
 
     def load_loop_kernel(tmap_a, tmap_b, c, ldc, m, n, k, pair_ok, probe):
-        clk, ns = probe_start()
+        probe_start(probe)
         smem = cuda.shared.array(0, uint8, alignment=1024)
-        base, off_m, off_n = setup(smem, tmap_a, tmap_b)
+        base, off_m, off_n = setup(smem, tmap_a, tmap_b, m, n)
         tid = cuda.threadIdx.x
         num_iters = (k + BK - 1) // BK
         if tid == 0:
@@ -39,6 +39,6 @@ def build_load_loop_kernel(config):
                 load_k_tile(base, preload % STAGES, preload, off_m, off_n, tmap_a, tmap_b)
             cuda.syncthreads()
         epilogue(zeros(), c, ldc, m, n, off_m, off_n, pair_ok)
-        probe_finish(probe, clk, ns)
+        probe_finish(probe)
 
     return load_loop_kernel

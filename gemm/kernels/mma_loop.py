@@ -21,9 +21,9 @@ def build_mma_loop_kernel(config):
     setup, probe_start, probe_finish, load_k_tile, mma_k_tile, epilogue, zeros = kernel_parts(config)
 
     def mma_loop_kernel(tmap_a, tmap_b, c, ldc, m, n, k, pair_ok, probe):
-        clk, ns = probe_start()
+        probe_start(probe)
         smem = cuda.shared.array(0, uint8, alignment=1024)
-        base, off_m, off_n = setup(smem, tmap_a, tmap_b)
+        base, off_m, off_n = setup(smem, tmap_a, tmap_b, m, n)
         tid = cuda.threadIdx.x
         if tid == 0:
             for stage in range(STAGES):
@@ -36,11 +36,11 @@ def build_mma_loop_kernel(config):
             stage = it % STAGES
             cuda.syncthreads()
             ptx.wgmma_fence()
-            acc = mma_k_tile(acc, base, stage, 1 if it > 0 else 0)
+            acc = mma_k_tile(acc, base, stage, 1 if it > 0 else 0, 0)
             ptx.wgmma_commit_group()
             ptx.wgmma_wait_group(0)
             cuda.syncthreads()
         epilogue(acc, c, ldc, m, n, off_m, off_n, pair_ok)
-        probe_finish(probe, clk, ns)
+        probe_finish(probe)
 
     return mma_loop_kernel

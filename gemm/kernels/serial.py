@@ -23,9 +23,9 @@ def build_serial_kernel(config):
     setup, probe_start, probe_finish, load_k_tile, mma_k_tile, epilogue, zeros = kernel_parts(config)
 
     def serial_kernel(tmap_a, tmap_b, c, ldc, m, n, k, pair_ok, probe):
-        clk, ns = probe_start()
+        probe_start(probe)
         smem = cuda.shared.array(0, uint8, alignment=1024)
-        base, off_m, off_n = setup(smem, tmap_a, tmap_b)
+        base, off_m, off_n = setup(smem, tmap_a, tmap_b, m, n)
         tid = cuda.threadIdx.x
 
         acc = zeros()
@@ -40,13 +40,13 @@ def build_serial_kernel(config):
             cuda.syncthreads()
             # compute, and wait for it
             ptx.wgmma_fence()
-            acc = mma_k_tile(acc, base, 0, 1 if it > 0 else 0)
+            acc = mma_k_tile(acc, base, 0, 1 if it > 0 else 0, 0)
             ptx.wgmma_commit_group()
             ptx.wgmma_wait_group(0)
             cuda.syncthreads()
 
         epilogue(acc, c, ldc, m, n, off_m, off_n, pair_ok)
-        probe_finish(probe, clk, ns)
+        probe_finish(probe)
 
     serial_kernel.__name__ = config.name
     return serial_kernel

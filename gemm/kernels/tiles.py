@@ -43,8 +43,9 @@ def make_tile_loader(config):
 
 
 def make_tile_mma(config):
-    """`acc = mma(acc, smem_base, stage, scale_d)`: the WGMMAs over the K tile in
-    `stage` (not committed or waited: the kernel decides when)."""
+    """`acc = mma(acc, smem_base, stage, scale_d, warpgroup)`: the WGMMAs over the K
+    tile in `stage` (not committed or waited: the kernel decides when). Consumer
+    warpgroup w multiplies its own rows_per_warpgroup rows of A; B is shared."""
     a, b = config.a_layout, config.b_layout
     a_offsets, b_offsets = config.mma_offsets()
     k_tile = ptx.wgmma_k_tile(config.block_n, config.dtype, a.transpose_bit, b.transpose_bit,
@@ -52,10 +53,11 @@ def make_tile_mma(config):
     A_BITS, B_BITS = a.descriptor_bits, b.descriptor_bits
     A_TILE, B_TILE = a.tile_bytes, b.tile_bytes
     A_BASE, B_BASE = config.a_offset, config.b_offset
+    A_WARPGROUP = config.warpgroup_a_offset
 
     @register_jitable(inline="always")
-    def mma(acc, smem_base, stage, scale_d):
-        desc_a = ptx.smem_descriptor(smem_base + A_BASE + stage * A_TILE, A_BITS)
+    def mma(acc, smem_base, stage, scale_d, warpgroup):
+        desc_a = ptx.smem_descriptor(smem_base + A_BASE + stage * A_TILE + warpgroup * A_WARPGROUP, A_BITS)
         desc_b = ptx.smem_descriptor(smem_base + B_BASE + stage * B_TILE, B_BITS)
         return k_tile(acc, desc_a, desc_b, scale_d)
     return mma
@@ -63,38 +65,76 @@ def make_tile_mma(config):
 
 def make_epilogue(config):
     """`store(acc, c, ldc, m, n, off_m, off_n, pair_ok)`: cast the fp32 fragment to
-    C's dtype and write it, skipping elements past M and N."""
+    C's dtype and write it, skipping elements past M and N. Consumer warpgroup w
+    (threads 128w..128w+127) holds rows w * rows_per_warpgroup on."""
     store = ptx.store_accumulators(config.m_blocks, config.block_n, config.dtype)
-    ELEM = ELEMENT_BYTES
+    ELEM, ROWS = ELEMENT_BYTES, config.schedule.rows_per_warpgroup
 
     @register_jitable(inline="always")
     def epilogue(acc, c, ldc, m, n, off_m, off_n, pair_ok):
         tid = cuda.threadIdx.x
-        row = off_m + (tid // 32) * 16 + (tid % 32) // 4
+        lane_row = ((tid % 128) // 32) * 16 + (tid % 32) // 4
+        row = off_m + (tid // 128) * ROWS + lane_row
         col = off_n + 2 * (tid % 4)
         corner = c + (row * ldc + col) * ELEM
         store(acc, corner, ldc, m - row, n - col, pair_ok)
     return epilogue
 
 
-def make_block_setup(config):
-    """`base, off_m, off_n = setup(smem, tmap_a, tmap_b)`: the ring's 1024-byte
-    aligned shared address and this CTA's tile corner; thread 0 acquires the tensor
-    maps and sets up one full mbarrier (count 1) per stage; then the block syncs."""
+def make_tile_corner(config):
+    """`off_m, off_n = corner(m, n)`: the C tile of this CTA. The grid is 1-D and
+    the schedule's raster order maps launch order onto tiles, the same mapping the
+    model uses (sim.engines.tile_order): "row" walks along N first, "column" along
+    M, "grouped" walks G tile rows column by column."""
     BM, BN = config.block_m, config.block_n
-    BARRIERS, STAGES = config.barrier_offset, config.stages
+    RASTER, G = config.schedule.raster, config.schedule.raster_group
 
     @register_jitable(inline="always")
-    def setup(smem, tmap_a, tmap_b):
+    def corner(m, n):
+        tile = cuda.blockIdx.x
+        tiles_m = ptx.div_u32(m + (BM - 1), BM)
+        tiles_n = ptx.div_u32(n + (BN - 1), BN)
+        if RASTER == "row":
+            row = ptx.div_u32(tile, tiles_n)
+            col = tile - row * tiles_n
+        elif RASTER == "column":
+            col = ptx.div_u32(tile, tiles_m)
+            row = tile - col * tiles_m
+        else:
+            group = ptx.div_u32(tile, G * tiles_n)
+            first = group * G
+            size = min(G, tiles_m - first)
+            local = tile - group * (G * tiles_n)
+            row = first + ptx.rem_u32(local, size)
+            col = ptx.div_u32(local, size)
+        return row * BM, col * BN
+    return corner
+
+
+def make_block_setup(config):
+    """`base, off_m, off_n = setup(smem, tmap_a, tmap_b, m, n)`: the ring's 1024-byte
+    aligned shared address and this CTA's tile corner; thread 0 acquires the tensor
+    maps and sets up one full mbarrier (count 1) per stage, and for a warp-specialized
+    kernel one empty mbarrier per stage (one arrival per consumer warp); then the
+    block syncs."""
+    BARRIERS, STAGES = config.barrier_offset, config.stages
+    EMPTY, CONSUMER_WARPS = config.empty_barrier_offset, config.consumer_warps
+    corner = make_tile_corner(config)
+
+    @register_jitable(inline="always")
+    def setup(smem, tmap_a, tmap_b, m, n):
         base = (ptx.shared_base(smem) + 1023) & -1024
         if cuda.threadIdx.x == 0:
             ptx.fence_tensormap_acquire(tmap_a)
             ptx.fence_tensormap_acquire(tmap_b)
             for s in range(STAGES):
                 ptx.mbarrier_init(base + BARRIERS + 8 * s, 1)
+                if EMPTY >= 0:
+                    ptx.mbarrier_init(base + EMPTY + 8 * s, CONSUMER_WARPS)
             ptx.fence_mbarrier_init()
         cuda.syncthreads()
-        return base, cuda.blockIdx.x * BM, cuda.blockIdx.y * BN
+        off_m, off_n = corner(m, n)
+        return base, off_m, off_n
     return setup
 
 
@@ -102,29 +142,33 @@ PROBE_WORDS = 5  # per CTA: start clock64, start globaltimer, end clock64, end g
 
 
 def make_clock_probe(config):
-    """`start() -> (clk, ns)` and `finish(probe, clk, ns)`: when the config asks for a
-    clock probe, thread 0 of each CTA writes PROBE_WORDS u64 to probe[cta]; otherwise
-    both fold away at compile time."""
+    """`start(probe)` and `finish(probe)`: when the config asks for a clock probe, thread
+    0 of each CTA writes PROBE_WORDS u64 to probe[cta] (its start clock and time as it
+    starts, so that nothing stays live in a register across the kernel); otherwise both
+    fold away at compile time."""
     ENABLED = config.clock_probe
     WORD = 8
 
     @register_jitable(inline="always")
-    def start():
-        if ENABLED and cuda.threadIdx.x == 0:
-            return ptx.clock64(), ptx.globaltimer()
-        return uint64(0), uint64(0)
+    def slot(probe):
+        return probe + (cuda.blockIdx.y * cuda.gridDim.x + cuda.blockIdx.x) * (PROBE_WORDS * WORD)
 
     @register_jitable(inline="always")
-    def finish(probe, clk, ns):
+    def start(probe):
+        if ENABLED and cuda.threadIdx.x == 0:
+            at = slot(probe)
+            ptx.st_global_u64(at, ptx.clock64())
+            ptx.st_global_u64(at + WORD, ptx.globaltimer())
+
+    @register_jitable(inline="always")
+    def finish(probe):
         if ENABLED and cuda.threadIdx.x == 0:
             end_clk = ptx.clock64()
             end_ns = ptx.globaltimer()
-            slot = probe + (cuda.blockIdx.y * cuda.gridDim.x + cuda.blockIdx.x) * (PROBE_WORDS * WORD)
-            ptx.st_global_u64(slot, clk)
-            ptx.st_global_u64(slot + WORD, ns)
-            ptx.st_global_u64(slot + 2 * WORD, end_clk)
-            ptx.st_global_u64(slot + 3 * WORD, end_ns)
-            ptx.st_global_u64(slot + 4 * WORD, uint64(ptx.smid()))
+            at = slot(probe)
+            ptx.st_global_u64(at + 2 * WORD, end_clk)
+            ptx.st_global_u64(at + 3 * WORD, end_ns)
+            ptx.st_global_u64(at + 4 * WORD, uint64(ptx.smid()))
     return start, finish
 
 

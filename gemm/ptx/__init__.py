@@ -7,9 +7,11 @@
   wgmma      fence / mma_async over a K tile / commit_group / wait_group
   fragment   accumulator zeros and the bounded store of a WGMMA fragment
   timers     %clock64, %globaltimer, %smid (clock probes)
+  integer    32-bit division (a 64-bit one is a call, which serializes WGMMA)
 Kernels and microbenchmarks import from here; no other module writes PTX.
 """
 from .fences import elect_one, fence_proxy_async_shared, fence_tensormap_acquire
+from .integer import div_u32, rem_u32
 from .fragment import accumulator_zeros, fragment_coords, store_accumulators
 from .mbarrier import (fence_mbarrier_init, mbarrier_arrive, mbarrier_arrive_expect_tx,
                        mbarrier_init, mbarrier_wait)
@@ -20,6 +22,7 @@ from .wgmma import smem_descriptor, wgmma_commit_group, wgmma_fence, wgmma_k_til
 
 __all__ = [
     "elect_one", "fence_proxy_async_shared", "fence_tensormap_acquire",
+    "div_u32", "rem_u32",
     "accumulator_zeros", "fragment_coords", "store_accumulators",
     "fence_mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_init",
     "mbarrier_wait", "shared_base", "ld_shared_u32", "st_shared_u32",
