@@ -43,11 +43,14 @@ SCHEDULES = {
     "v1 64x128x16": preset("v1", block_m=64, block_k=16),
     "v3 128x128x64 s2": preset("v3", stages=2),
     "v3 128x128x64 s3": preset("v3", stages=3),
-    "v3 128x128x64 s4": preset("v3"),
+    "v3 128x128x64 s4": preset("v3", stages=4),
+    "v3 128x128x64 s5": preset("v3", stages=5),
+    "v3 128x128x64 s6": preset("v3", stages=6),
+    "v2 128x128x64 s6": preset("v2", stages=6),
     "v4 128x128x64 s2": preset("v4", stages=2),
     "v4 128x128x64 s3": preset("v4", stages=3),
     "v5 128x128x64 s3": preset("v5", stages=3),
-    "v5 128x128x64 s4": preset("v5"),
+    "v5 128x128x64 s4": preset("v5", stages=4),
     "v5 128x256x64 s3": preset("v5", block_n=256, stages=3),
 }
 # the dense schedules whose median clock goes into the profile: not the seed's 128x128x64
@@ -81,6 +84,11 @@ LOAD_LOOP_SCHEDULES = {
     "load loop 128x192x64 s2": preset("v2", block_n=192),
     "load loop 64x128x64 s2": preset("v2", block_m=64),
     "load loop 128x128x16 s2": preset("v2", block_k=16),
+    # raster order on the load side alone (until run 14 every kernel launched in column order)
+    "load loop 128x192x64 s2 column": preset("v2", block_n=192, raster="column"),
+    "load loop 64x128x64 s2 column": preset("v2", block_m=64, raster="column"),
+    "load loop 64x256x64 s2": preset("v2", block_m=64, block_n=256),
+    "load loop 64x256x64 s2 column": preset("v2", block_m=64, block_n=256, raster="column"),
     # the warp-specialized handshake: the producer loads, the consumers hand each stage back
     "load loop v3 128x128x64 s2": preset("v3", stages=2),
     "load loop v3 128x128x64 s3": preset("v3", stages=3),
@@ -131,6 +139,8 @@ def main(argv=None):
                    help="instead: the load-free V1/V2 loop microbenchmark (experiments/results/<gpu>/mma_loop.csv)")
     p.add_argument("--load-loop", action="store_true",
                    help="instead: the WGMMA-free V2 loop microbenchmark (experiments/results/<gpu>/load_loop.csv)")
+    p.add_argument("--match", action="append", default=[], metavar="TEXT",
+                   help="only the schedules whose name contains TEXT (repeatable)")
     args = p.parse_args(argv)
     meta = provenance()
     sets = []
@@ -142,6 +152,8 @@ def main(argv=None):
     if args.out.name == "clock.csv" and (args.mma_loop or args.load_loop):
         args.out = args.out.with_name("mma_loop.csv" if args.mma_loop else "load_loop.csv")
     for name, sched in table.items():
+        if args.match and not any(t in name for t in args.match):
+            continue
         ghz, per_run, ms, ctas_per_sm = probe_clock(sched, sets, mma_loop_only=args.mma_loop,
                                                     load_loop_only=args.load_loop)
         tf = tflops(8192, 8192, 8192, ms)
@@ -149,7 +161,7 @@ def main(argv=None):
         # was written with an extra factor 2 here; its column was halved afterwards, as it says).
         # The load-free loop reads only its prefill.
         l2_bytes = 0 if args.mma_loop else 8192 ** 3 * 2 * (1 / sched.block_m + 1 / sched.block_n)
-        rows.append({"schedule": name, "family": sched.family, "version": sched.name,
+        rows.append({"schedule": name, "family": sched.family, "version": sched.name, "raster": sched.raster,
                      "consumer_warpgroups": sched.consumer_warpgroups,
                      "wgmma_in_flight": sched.wgmma_in_flight, "block_m": sched.block_m,
                      "block_n": sched.block_n, "block_k": sched.block_k, "stages": sched.stages,

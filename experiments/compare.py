@@ -1,6 +1,7 @@
 """Measured vs predicted: python -m experiments.compare [--gpu h200-sxm]
 
-Reads experiments/results/<gpu>/measured.csv (experiments.measure), runs sim.predict
+Reads experiments/results/<gpu>/measured.csv (experiments.measure) and, when present, the
+other sweeps in its format (SWEEPS: the V1..V5 ladder, the raster sweep), runs sim.predict
 for every row (the row's schedule: version, tile, stages; its shape and dtype; the GPU
 profile of the same name), and writes into experiments/results/<gpu>/
   compare.csv   every measured column, then predicted_tflops, predicted_ms,
@@ -12,7 +13,8 @@ and prints a summary: median and max absolute % error (all rows, and held-out ro
 the Spearman rank correlation, CTAs/SM agreement, and the rows the model gets worst.
 
 When experiments/results/<gpu>/clock.csv (experiments.calibrate_clock: each kernel timed
-alone, SM clock read inside it) exists, its rows are predicted too and appended to
+alone, SM clock read inside it) exists, its rows, and those of the later clock sweeps
+(CLOCK_SWEEPS), are predicted too and appended to
 compare.csv with source=clock.csv: at the profile's clock (predicted_tflops) and at the
 row's in-kernel clock (predicted_tflops_at_row_clock). Their summary is printed apart:
 held_out is False for a row that informed any parameter (the profile clock included),
@@ -76,6 +78,10 @@ CLOCK_ROWS_FOR_CLOCK: dict[str, set[str]] = {
                  "v1 64x128x64", "v2 128x128x32 s2"},
 }
 
+# sweeps in measured.csv's format and clock sweeps in clock.csv's, read after the first
+SWEEPS = ("ladder.csv", "rasters.csv")
+CLOCK_SWEEPS = ("clock_versions.csv", "clock_depth.csv")
+
 EXTRA_COLUMNS = ["source", "predicted_tflops", "predicted_ms", "error_ratio", "error_pct",
                  "predicted_ctas_per_sm", "predicted_bound", "held_out",
                  "predicted_tflops_at_row_clock", "error_ratio_at_row_clock"]
@@ -104,10 +110,12 @@ def row_key(r: dict) -> tuple:
 
 
 def row_schedule(r: dict):
-    """The Schedule experiments.measure built for this row (gemm.schedule.preset)."""
+    """The Schedule experiments.measure built for this row (gemm.schedule.preset). A row with
+    no raster column was launched in column order (the only order the kernels had then)."""
     from gemm.schedule import preset
     version = r["version"]
-    over = {"block_m": int(r["block_m"]), "block_n": int(r["block_n"]), "block_k": int(r["block_k"])}
+    over = {"block_m": int(r["block_m"]), "block_n": int(r["block_n"]), "block_k": int(r["block_k"]),
+            "raster": r.get("raster") or "column"}
     if version.endswith("-local"):   # the tutorial's V2: phases in a local-memory array
         version = version[: -len("-local")]
         over["phase_storage"] = "local"
@@ -121,21 +129,27 @@ def row_schedule(r: dict):
 
 
 def clock_schedule(r: dict):
-    """The Schedule experiments.calibrate_clock built for a clock.csv row."""
+    """The Schedule experiments.calibrate_clock built for a clock.csv row (version, raster:
+    columns of the later sweeps; before them, V1/V2 in column order)."""
     from gemm.schedule import preset
-    over = {"block_m": int(r["block_m"]), "block_n": int(r["block_n"]), "block_k": int(r["block_k"])}
+    over = {"block_m": int(r["block_m"]), "block_n": int(r["block_n"]), "block_k": int(r["block_k"]),
+            "raster": r.get("raster") or "column"}
     if r["family"] == "serial":
         return "v1", preset("v1", **over)
+    if r["family"] == "specialized":
+        return r["version"], preset(r["version"], stages=int(r["stages"]), **over)
     return "v2", preset("v2", stages=int(r["stages"]), phase_storage=r.get("phase_storage") or "register", **over)
 
 
 def compare_clock_rows(gpu: str, folder: Path, profile=None) -> list[dict]:
     """Predict every clock.csv row at the profile clock and at the row's in-kernel clock."""
     import sim
-    path = folder / "clock.csv"
-    if not path.exists():
+    if not (folder / "clock.csv").exists():
         return []
-    _, rows = read_measured(path)
+    rows = []
+    for name in ("clock.csv",) + CLOCK_SWEEPS:
+        if (folder / name).exists():
+            rows += [dict(r, clock_source=name) for r in read_measured(folder / name)[1]]
     base = sim.load_profile(gpu) if profile is None else profile
     held_other = CLOCK_HELD_IN.get(gpu, {})
     held_clock = CLOCK_ROWS_FOR_CLOCK.get(gpu, set())
@@ -148,7 +162,7 @@ def compare_clock_rows(gpu: str, folder: Path, profile=None) -> list[dict]:
         q = sim.predict(s, 8192, 8192, 8192, gpu=dataclasses.replace(base, clock_ghz=ghz))
         other = r["schedule"] in held_other or key in HELD_IN.get(gpu, set())
         out_rows.append({
-            "source": "clock.csv", "kernel": r["schedule"], "version": version, "m": 8192, "n": 8192,
+            "source": r["clock_source"], "kernel": r["schedule"], "version": version, "m": 8192, "n": 8192,
             "k": 8192, "dtype": "float16", "block_m": s.block_m, "block_n": s.block_n, "block_k": s.block_k,
             "stages": s.stages, "ms": r["ms"], "tflops": r["tflops"], "schedule": r["schedule"],
             "phase_storage": s.phase_storage, "clock_ghz": r["clock_ghz"],
@@ -213,6 +227,10 @@ def compare(gpu: str = "h200-sxm", results: Path = RESULTS, plot: bool = True,
 
     folder = Path(results) / gpu
     comments, rows = read_measured(folder / "measured.csv")
+    rows = [dict(r, source="measured.csv") for r in rows]
+    for name in SWEEPS:
+        if (folder / name).exists():
+            rows += [dict(r, source=name) for r in read_measured(folder / name)[1]]
     held_in = HELD_IN.get(gpu, set()) if held_in is None else held_in
     out_rows = []
     for r in rows:
@@ -239,11 +257,10 @@ def compare(gpu: str = "h200-sxm", results: Path = RESULTS, plot: bool = True,
                        predicted_ctas_per_sm="", predicted_bound=f"refused: {e}",
                        predicted_tflops_at_row_clock="", error_ratio_at_row_clock="")
         out["held_out"] = row_key(r) not in held_in
-        out["source"] = "measured.csv"
         out_rows.append(out)
 
     clock_rows = compare_clock_rows(gpu, folder, profile)
-    fields = list(rows[0].keys()) if rows else []
+    fields = list(dict.fromkeys(key for r in rows for key in r))
     fields += [c for c in EXTRA_COLUMNS if c not in fields]
     if clock_rows:
         fields += [c for c in CLOCK_COLUMNS if c not in fields]
@@ -252,7 +269,7 @@ def compare(gpu: str = "h200-sxm", results: Path = RESULTS, plot: bool = True,
             f.write(c + "\n")
         f.write(f"# compared by python -m experiments.compare --gpu {gpu}: sim.predict on profile {gpu}; "
                 "error_ratio = predicted / measured TFLOPS; held_out False = the row informed a model parameter\n")
-        w = csv.DictWriter(f, fieldnames=fields)
+        w = csv.DictWriter(f, fieldnames=fields, restval="")
         w.writeheader()
         w.writerows(out_rows)
         w.writerows(clock_rows)
@@ -298,7 +315,7 @@ def plot_rows(rows, path: Path, gpu: str, summary: dict) -> Path:
     done = [r for r in rows if r["predicted_tflops"] != ""]
     fig, ax = plt.subplots(figsize=(6.4, 6.0))
     colors = {16: "tab:red", 32: "tab:orange", 64: "tab:blue"}
-    markers = {"v1": "o", "v2": "^"}
+    markers = {"v1": "o", "v2": "^", "v3": "s", "v4": "D", "v5": "*"}
     for r in done:
         bk = int(r["block_k"])
         ax.scatter(float(r["tflops"]), float(r["predicted_tflops"]), c=colors.get(bk, "gray"),

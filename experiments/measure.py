@@ -5,6 +5,7 @@
   python -m experiments.measure --host-overhead # warm-call host cost at 256^3 vs cupy.matmul
   python -m experiments.measure --ladder        # V1..V5 at the seed's tile and V5's larger tiles
   python -m experiments.measure --seed-pair     # the seed's case, every version taking turns
+  python -m experiments.measure --rasters       # row / column / grouped order on non-square tiles
 
 Each row: one schedule at one shape, its median time, cuBLAS's median time on the
 same inputs measured right after it in the same process, and whether its output
@@ -64,6 +65,18 @@ def ladder():
         for s in (3, 4):
             for raster in ("row", "grouped"):
                 yield preset("v5", block_m=bm, block_n=bn, stages=s, raster=raster)
+
+
+RASTER_TILES = [("v2", 64, 256, 2), ("v1", 64, 256, 1), ("v2", 128, 192, 2), ("v1", 64, 128, 1),
+                ("v2", 128, 128, 2), ("v5", 128, 256, 4), ("v5", 256, 128, 4)]
+
+
+def raster_sweep():
+    """Each raster order on tiles that are not square (and the seed's, as a control)."""
+    for version, bm, bn, st in RASTER_TILES:
+        for raster in ("row", "column", "grouped"):
+            kw = {} if version == "v1" else {"stages": st}
+            yield preset(version, block_m=bm, block_n=bn, raster=raster, **kw)
 
 
 def smi(query: str) -> str:
@@ -148,11 +161,11 @@ def measure(schedules, m, n, k, dtype, b_major, writer, meta, log):
     return rows
 
 
-SEED_CASE = {  # the seed's 128x128x64 tile: each version at its preset depth, V3 and V4 shallower too
+SEED_CASE = {  # the seed's 128x128x64 tile: each version at its preset depth, V3 and V4 deeper too
     "v1": preset("v1"), "v2": preset("v2"),
     "v2_local": preset("v2", phase_storage="local"),   # the tutorial's phase array in local memory
-    "v3": preset("v3"), "v3_s2": preset("v3", stages=2), "v3_s3": preset("v3", stages=3),
-    "v4": preset("v4"), "v4_s2": preset("v4", stages=2), "v5": preset("v5"),
+    "v3": preset("v3"), "v3_s3": preset("v3", stages=3), "v3_s4": preset("v3", stages=4),
+    "v4": preset("v4"), "v4_s4": preset("v4", stages=4), "v5": preset("v5"),
 }
 
 
@@ -231,6 +244,8 @@ def main(argv=None):
     p.add_argument("--only-host", action="store_true", help="skip the GEMM sweep")
     p.add_argument("--seed-pair", action="store_true",
                    help="only every version and cuBLAS at the seed's case, interleaved, 3 x 200 runs")
+    p.add_argument("--rasters", action="store_true",
+                   help="instead: the raster orders (row, column, grouped) on non-square tiles")
     p.add_argument("--ladder", action="store_true",
                    help="instead of the tutorial's V1/V2 space: V1..V5 at 128x128x64 and V5 on larger tiles")
     p.add_argument("--out", type=Path, default=Path("experiments/results/h200-sxm/measured.csv"))
@@ -256,6 +271,8 @@ def main(argv=None):
         schedules = [preset("v1"), preset("v2")]
     elif args.ladder:
         schedules = list(ladder())
+    elif args.rasters:
+        schedules = list(raster_sweep())
     else:
         schedules = []
         for s, why in search_space(args.extra):

@@ -17,8 +17,11 @@ shared/seed/hopper-matmul-v2-tutorial.txt):
   v2  ring buffer of `stages` K tiles, runtime stage index, two block-wide
       syncs per iteration, wait_group(0) every iteration.
   v3  warp-specialized: a producer warp and one consumer warpgroup talk through
-      full/empty mbarriers; no block-wide sync; stage index unrolled.
-  v4  v3 with two consumer warpgroups (a 128-row tile each warpgroup 64 rows).
+      full/empty mbarriers; no block-wide sync; one (stage, phase) per role.
+      2 stages: the depth measured fastest at 128x128x64 on the H200 (4 stages, one CTA
+      per SM, is 28% slower; experiments/NOTES.md item 14). The seed does not give V3's.
+  v4  v3 with two consumer warpgroups (a 128-row tile each warpgroup 64 rows); 2 stages,
+      likewise.
   v5  v4 keeping one WGMMA group in flight across iterations.
   v6  v5 with a larger 128x256 tile, grouped raster order and a TMA-store epilogue.
 
@@ -83,7 +86,11 @@ class Schedule:
     consumer_warpgroups: int = 1    # warpgroups issuing WGMMA
     producer_warps: int = 0         # warps issuing only TMA (specialized: 1)
     wgmma_in_flight: int = 0        # N of wgmma.wait_group(N) in the main loop
-    raster: str = "row"             # CTA order over the C tiles
+    # CTA launch order over the C tiles: "column" walks down M first, so the CTAs running side
+    # by side share a B panel. Measured on the H200 (experiments/NOTES.md item 16), at the
+    # same ratio to cuBLAS it is never worse than "row" and up to 1.75x better on wide tiles
+    # (64x256 V2); "grouped" lies between. Why, the model does not say.
+    raster: str = "column"
     raster_group: int = 8           # tiles per group when raster == "grouped"
     epilogue: str = "direct"        # "direct": registers -> global; "tma": via shared + TMA store
     accumulate: str = "float32"
@@ -224,9 +231,9 @@ def _preset(**kw) -> Schedule:
 PRESETS: dict[str, Schedule] = {
     "v1": _preset(name="v1", family="serial", stages=1, syncs_per_iter=2, runtime_stage_index=False),
     "v2": _preset(name="v2", family="ring", stages=2, syncs_per_iter=2),
-    "v3": _preset(name="v3", family="specialized", stages=4, syncs_per_iter=0,
+    "v3": _preset(name="v3", family="specialized", stages=2, syncs_per_iter=0,
                   runtime_stage_index=False, producer_warps=1),
-    "v4": _preset(name="v4", family="specialized", stages=4, syncs_per_iter=0,
+    "v4": _preset(name="v4", family="specialized", stages=2, syncs_per_iter=0,
                   runtime_stage_index=False, producer_warps=1, consumer_warpgroups=2),
     "v5": _preset(name="v5", family="specialized", stages=4, syncs_per_iter=0,
                   runtime_stage_index=False, producer_warps=1, consumer_warpgroups=2,

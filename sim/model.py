@@ -63,10 +63,12 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
             loads: bool = True, mmas: bool = True, ctas_per_sm: int | None = None) -> Prediction:
     """Predict one kernel launch. Raises ScheduleError for a schedule that cannot run.
 
-    `loads=False` (model only, serial/ring): the loop of gemm/kernels/mma_loop.py -- the ring
-    filled once, then only the syncs, WGMMAs and wait_group(0); no memory floors apply.
-    `mmas=False` (model only, serial/ring): the loop of gemm/kernels/load_loop.py -- the loads,
-    the mbarrier waits and the syncs, no WGMMA; no tensor floor applies (flops are GEMM-equivalent).
+    `loads=False` (model only): the load-free microbenchmark -- gemm/kernels/mma_loop.py for
+    serial/ring, the specialized kernel's mma_loop_only mode -- the ring filled once, then only
+    the syncs, WGMMAs and wait_groups; no memory floors apply.
+    `mmas=False` (model only): the WGMMA-free microbenchmark -- gemm/kernels/load_loop.py, or
+    the specialized kernel's load_loop_only mode (consumers hand each stage straight back);
+    no tensor floor applies (flops are GEMM-equivalent).
     `ctas_per_sm` (model only): run this many CTAs per SM instead of the occupancy's figure (the
     microbenchmark kernels use ~24 registers, so only shared memory limits them); it may not
     exceed the shared-memory, thread or block limit."""
@@ -92,9 +94,6 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
     k_iters = math.ceil(k / s.block_k)
     miss = 1.0 - traffic["l2_hit_rate"]
 
-    if (not loads or not mmas) and s.family == "specialized":
-        raise ScheduleError("loads=False / mmas=False model the serial/ring microbenchmark loops "
-                            "(gemm/kernels/mma_loop.py, load_loop.py) only")
     if not loads and not mmas:
         raise ScheduleError("loads=False and mmas=False together leave no loop")
     notes = list(notes or [])

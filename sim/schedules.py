@@ -181,7 +181,8 @@ class Cta:
     def _producer(self, bar):
         s, role = self.s, "producer warp"
         phase = 1  # the producer starts on phase 1: every stage is free
-        for it in range(self.k_iters):
+        # loads=False (model only): the ring is filled once (the kernel's mma_loop_only mode)
+        for it in range(self.k_iters if self.loads else min(self.k_iters, s.stages)):
             st = it % s.stages
             yield from self._stage_index(role)
             yield from self._wait_stage(role, "wait empty", "empty_wait", self.empty[st], phase)
@@ -199,12 +200,18 @@ class Cta:
         for it in range(self.k_iters):
             st = it % s.stages
             yield from self._stage_index(role)
-            yield from self._wait_stage(role, "wait full (TMA)", "tma_wait", self.full[st], phase)
+            if self.loads or it < s.stages:
+                yield from self._wait_stage(role, "wait full (TMA)", "tma_wait", self.full[st], phase)
             for _ in range(s.syncs_per_iter):
                 yield from self._sync(role, bar)
-            done = yield from self._mma(role, it, instructions)
-            in_flight.append((st, done))
-            yield from self._retire(role, in_flight, s.wgmma_in_flight)
+            if not self.mmas:   # the kernel's load_loop_only mode: hand the stage straight back
+                yield from self._step(role, "arrive empty", "release", self.gpu.mbarrier_arrive_clk)
+                self.empty[st].arrive()
+            else:
+                done = yield from self._mma(role, it, instructions)
+                in_flight.append((st, done))
+                yield from self._retire(role, in_flight, s.wgmma_in_flight if self.loads else 0,
+                                        release=self.loads)
             if st == s.stages - 1:
                 phase ^= 1
             if w == 0:
@@ -212,16 +219,18 @@ class Cta:
         yield from self._retire(role, in_flight, 0)
         yield from self._epilogue(role)
 
-    def _retire(self, role, in_flight, keep):
-        """wgmma.wait_group(keep), then release the stages whose groups are done."""
+    def _retire(self, role, in_flight, keep, release=True):
+        """wgmma.wait_group(keep), then release the stages whose groups are done (with
+        release=False, the mma_loop_only mode, nothing is handed back)."""
         g = self.gpu
         if len(in_flight) > keep:
             yield from self._wait(role, f"wait_group({keep})", "wgmma_wait", in_flight[-keep - 1][1])
             yield from self._step(role, f"wait_group({keep})", "wgmma_wait", g.wgmma_wait_clk)
         while len(in_flight) > keep:
             st, _ = in_flight.pop(0)
-            yield from self._step(role, "arrive empty", "release", g.mbarrier_arrive_clk)
-            self.empty[st].arrive()
+            if release:
+                yield from self._step(role, "arrive empty", "release", g.mbarrier_arrive_clk)
+                self.empty[st].arrive()
 
 
 def simulate_sm(s: Schedule, gpu: GpuProfile, ctas: int, k_iters: int, miss_rate: float,
@@ -239,8 +248,6 @@ def simulate_sm(s: Schedule, gpu: GpuProfile, ctas: int, k_iters: int, miss_rate
     n_sim = min(k_iters, sim_iters)
     tr = Trace() if trace else None
     # CTAs of a wave are started one after another by the block scheduler
-    if (not loads or not mmas) and s.family == "specialized":
-        raise ValueError("loads=False / mmas=False model the serial/ring microbenchmark loops only")
     if not loads and not mmas:
         raise ValueError("loads=False and mmas=False together leave no loop")
     run = [Cta(env, eng, s, gpu, n_sim, tr if i == 0 else None, start=i * gpu.bar_sync_clk, loads=loads,
