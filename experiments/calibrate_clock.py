@@ -97,7 +97,19 @@ LOAD_LOOP_SCHEDULES = {
 }
 
 
-def probe_clock(schedule, sets, runs=5, mma_loop_only=False, load_loop_only=False):
+# V3 at one CTA/SM: the loads in flight of a shallow ring in the shared memory of a deep one
+# (KernelConfig.prefetch_limit), against the deep and shallow rings themselves
+PREFETCH_SCHEDULES = {
+    "v3 128x128x64 s6 prefetch 3": (preset("v3", stages=6), 3),
+    "v3 128x128x64 s6 prefetch 4": (preset("v3", stages=6), 4),
+    "v3 128x128x64 s6": (preset("v3", stages=6), None),
+    "v3 128x128x64 s4": (preset("v3", stages=4), None),
+    "v3 128x128x64 s4 prefetch 2": (preset("v3", stages=4), 2),
+    "v3 128x128x64 s3": (preset("v3", stages=3), None),
+}
+
+
+def probe_clock(schedule, sets, runs=5, mma_loop_only=False, load_loop_only=False, prefetch_limit=None):
     """(median GHz over CTAs of all runs, per-run medians, event-timed ms, CTAs per SM)."""
     import cupy
     import torch
@@ -107,7 +119,8 @@ def probe_clock(schedule, sets, runs=5, mma_loop_only=False, load_loop_only=Fals
     m, k = sets[0][0].shape
     n = sets[0][1].shape[1]
     loaded = load_kernel(KernelConfig(schedule, "float16", "k", "k", clock_probe=True,
-                                      mma_loop_only=mma_loop_only, load_loop_only=load_loop_only))
+                                      mma_loop_only=mma_loop_only, load_loop_only=load_loop_only,
+                                      prefetch_limit=prefetch_limit))
     ctas = loaded.config.grid(m, n)[0] * loaded.config.grid(m, n)[1]
     probe = cupy.zeros((ctas, PROBE_WORDS), dtype=cupy.uint64)
     out = torch.empty((m, n), dtype=torch.float16, device="cuda")
@@ -139,6 +152,9 @@ def main(argv=None):
                    help="instead: the load-free V1/V2 loop microbenchmark (experiments/results/<gpu>/mma_loop.csv)")
     p.add_argument("--load-loop", action="store_true",
                    help="instead: the WGMMA-free V2 loop microbenchmark (experiments/results/<gpu>/load_loop.csv)")
+    p.add_argument("--prefetch", action="store_true",
+                   help="instead: V3 at one CTA/SM with the producer's lead capped below the ring's depth "
+                        "(experiments/results/<gpu>/prefetch.csv)")
     p.add_argument("--match", action="append", default=[], metavar="TEXT",
                    help="only the schedules whose name contains TEXT (repeatable)")
     args = p.parse_args(argv)
@@ -148,20 +164,24 @@ def main(argv=None):
         a, b = random_operands(8192, 8192, 8192, "float16", seed=seed)
         sets.append((a, b.t().contiguous().t()))
     rows = []
-    table = MMA_LOOP_SCHEDULES if args.mma_loop else LOAD_LOOP_SCHEDULES if args.load_loop else SCHEDULES
-    if args.out.name == "clock.csv" and (args.mma_loop or args.load_loop):
-        args.out = args.out.with_name("mma_loop.csv" if args.mma_loop else "load_loop.csv")
-    for name, sched in table.items():
+    table = (MMA_LOOP_SCHEDULES if args.mma_loop else LOAD_LOOP_SCHEDULES if args.load_loop
+             else PREFETCH_SCHEDULES if args.prefetch else SCHEDULES)
+    if args.out.name == "clock.csv" and (args.mma_loop or args.load_loop or args.prefetch):
+        args.out = args.out.with_name("mma_loop.csv" if args.mma_loop else "load_loop.csv" if args.load_loop
+                                      else "prefetch.csv")
+    for name, entry in table.items():
         if args.match and not any(t in name for t in args.match):
             continue
+        sched, prefetch = entry if args.prefetch else (entry, None)
         ghz, per_run, ms, ctas_per_sm = probe_clock(sched, sets, mma_loop_only=args.mma_loop,
-                                                    load_loop_only=args.load_loop)
+                                                    load_loop_only=args.load_loop, prefetch_limit=prefetch)
         tf = tflops(8192, 8192, 8192, ms)
         # every CTA's A and B panels: M N K x 2 B x (1/block_m + 1/block_n) (the first clock.csv
         # was written with an extra factor 2 here; its column was halved afterwards, as it says).
         # The load-free loop reads only its prefill.
         l2_bytes = 0 if args.mma_loop else 8192 ** 3 * 2 * (1 / sched.block_m + 1 / sched.block_n)
         rows.append({"schedule": name, "family": sched.family, "version": sched.name, "raster": sched.raster,
+                     "prefetch_limit": prefetch or sched.stages,
                      "consumer_warpgroups": sched.consumer_warpgroups,
                      "wgmma_in_flight": sched.wgmma_in_flight, "block_m": sched.block_m,
                      "block_n": sched.block_n, "block_k": sched.block_k, "stages": sched.stages,

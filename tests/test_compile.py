@@ -29,6 +29,7 @@ CASES = [
     KernelConfig(preset("v5")),
     KernelConfig(preset("v5", block_n=256, stages=3, raster="grouped"), "float16", "k", "mn"),
     KernelConfig(preset("v5", block_m=256, stages=3, wgmma_in_flight=2), clock_probe=True),
+    KernelConfig(preset("v3", stages=6), clock_probe=True, prefetch_limit=3),
 ]
 LOAD_LOOP = KernelConfig(preset("v2", stages=3), clock_probe=True, load_loop_only=True)
 
@@ -131,6 +132,10 @@ def test_layouts_refused_when_tile_does_not_fit_swizzle():
         KernelConfig(preset("v1"), "float32")
     with pytest.raises(ScheduleError):
         KernelConfig(preset("v1").replace(stages=2))
+    with pytest.raises(ValueError, match="prefetch_limit"):
+        KernelConfig(preset("v2", stages=4), prefetch_limit=2)
+    with pytest.raises(ValueError, match="prefetch_limit"):
+        KernelConfig(preset("v3", stages=4), prefetch_limit=5)
 
 
 def test_primitive_probes_compile():

@@ -113,6 +113,25 @@ def test_specialized_pipelines(case, raster):
     _check(c2, *short, "bfloat16")
 
 
+@pytest.mark.parametrize("stages,prefetch", [(6, 3), (4, 2), (3, 1)])
+def test_specialized_prefetch_limit(stages, prefetch):
+    """The experiment's knob (KernelConfig.prefetch_limit): the producer waits for the
+    release of K tile it - prefetch; the product is unchanged."""
+    import torch
+    from gemm import preset
+    from gemm.kernels import KernelConfig
+    from gemm.launch import launch_gemm, load_kernel
+    m, n, k = 700, 600, 64 * 13 + 5
+    a, b = random_operands(m, n, k, "float16", seed=stages * 10 + prefetch)
+    loaded = load_kernel(KernelConfig(preset("v3", stages=stages), "float16", "k", "mn",
+                                      prefetch_limit=prefetch))
+    c = poisoned(m, n, "float16")
+    launch_gemm(loaded, a.data_ptr(), k, b.data_ptr(), n, c.data_ptr(), n, m, n, k,
+                torch.cuda.current_stream().cuda_stream)
+    torch.cuda.synchronize()
+    _check(c, a, b, "float16")
+
+
 @pytest.mark.parametrize("a_t", [False, True], ids=["a", "aT"])
 @pytest.mark.parametrize("b_t", [False, True], ids=["b", "bT"])
 def test_specialized_transposed_views(a_t, b_t):

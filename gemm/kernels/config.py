@@ -26,6 +26,9 @@ class KernelConfig:
     clock_probe: bool = False     # record each CTA's start/end %clock64 and %globaltimer
     mma_loop_only: bool = False   # microbenchmark: the ring's loop with no TMA after the prefill
     load_loop_only: bool = False  # microbenchmark: the ring's loop with no WGMMA
+    # experiment (specialized only): the producer runs at most this many K tiles ahead of
+    # the consumers' releases, however deep the ring (None: the ring's depth)
+    prefetch_limit: int | None = None
 
     def __post_init__(self):
         self.schedule.validated()
@@ -35,6 +38,9 @@ class KernelConfig:
         self.a_layout, self.b_layout  # raises if a tile does not fit its swizzle
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
+        if self.prefetch_limit is not None and not (
+                self.family == "specialized" and 1 <= self.prefetch_limit <= self.stages):
+            raise ValueError(f"prefetch_limit={self.prefetch_limit}: a specialized kernel's, 1..stages")
 
     # -- the schedule's numbers, as the kernels name them --
     @property
@@ -111,7 +117,8 @@ class KernelConfig:
                 + f"{self.dtype}_{self.a_major}{self.a_layout.swizzle}_{self.b_major}{self.b_layout.swizzle}"
                 + ("_clockprobe" if self.clock_probe else "")
                 + ("_mmaloop" if self.mma_loop_only else "")
-                + ("_loadloop" if self.load_loop_only else ""))
+                + ("_loadloop" if self.load_loop_only else "")
+                + (f"_prefetch{self.prefetch_limit}" if self.prefetch_limit else ""))
 
     def grid(self, m: int, n: int) -> tuple[int, int, int]:
         """1-D: the kernel maps launch order onto C tiles by the schedule's raster."""

@@ -31,6 +31,8 @@ mma_loop_only  the producer fills the ring once; the consumers then run their WG
                over those stages again and again, with no waits and no loads;
 load_loop_only the consumers wait for each stage and hand it straight back: the
                producer's loads and the handshake, with no WGMMA (the output is zeros).
+An experiment's knob, prefetch_limit=P < stages, keeps the producer at most P K tiles ahead
+of the releases: the loads in flight of a P-deep ring in the shared memory of a deeper one.
 """
 from numba import cuda, uint8
 
@@ -44,6 +46,8 @@ def build_specialized_kernel(config):
     CONSUMER_THREADS = 128 * config.schedule.consumer_warpgroups
     LOADS, MMAS = not config.mma_loop_only, not config.load_loop_only
     IN_FLIGHT = config.schedule.wgmma_in_flight if MMAS else 0
+    PREFETCH = config.prefetch_limit or STAGES
+    LIMITED = PREFETCH < STAGES
     setup, probe_start, probe_finish, load_k_tile, mma_k_tile, epilogue, zeros = kernel_parts(config)
 
     def specialized_kernel(tmap_a, tmap_b, c, ldc, m, n, k, pair_ok, probe):
@@ -57,8 +61,15 @@ def build_specialized_kernel(config):
             # producer warp: one thread keeps the ring full
             if tid == CONSUMER_THREADS:
                 stage, phase = 0, 1
+                gate_stage, gate_phase = 0, 0   # LIMITED: the release of K tile it - PREFETCH
                 for it in range(num_iters if LOADS else min(num_iters, STAGES)):
-                    ptx.mbarrier_wait(base + EMPTY + 8 * stage, phase)
+                    if not LIMITED:
+                        ptx.mbarrier_wait(base + EMPTY + 8 * stage, phase)
+                    elif it >= PREFETCH:
+                        ptx.mbarrier_wait(base + EMPTY + 8 * gate_stage, gate_phase)
+                        gate_stage += 1
+                        if gate_stage == STAGES:
+                            gate_stage, gate_phase = 0, gate_phase ^ 1
                     load_k_tile(base, stage, it, off_m, off_n, tmap_a, tmap_b)
                     stage += 1
                     if stage == STAGES:
