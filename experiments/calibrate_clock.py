@@ -136,11 +136,13 @@ def probe_clock(schedule, sets, runs=5, mma_loop_only=False, load_loop_only=Fals
     for r in range(runs):
         run(*sets[r % len(sets)])
         torch.cuda.synchronize()
-        rec = probe.get().astype(np.float64)
+        raw = probe.get()
+        rec = raw.astype(np.float64)
         ghz = (rec[:, 2] - rec[:, 0]) / (rec[:, 3] - rec[:, 1])
         per_run.append(float(np.median(ghz)))
         all_ghz.extend(ghz.tolist())
     ctas_per_sm = loaded.occupancy.max_active_blocks_per_multiprocessor(loaded.threads, loaded.shared_bytes)
+    probe_clock.last_records = raw   # every CTA's words of the last run (for --dump)
     return statistics.median(all_ghz), per_run, ms, ctas_per_sm
 
 
@@ -155,6 +157,9 @@ def main(argv=None):
     p.add_argument("--prefetch", action="store_true",
                    help="instead: V3 at one CTA/SM with the producer's lead capped below the ring's depth "
                         "(experiments/results/<gpu>/prefetch.csv)")
+    p.add_argument("--dump", type=Path, default=None,
+                   help="also save every CTA's probe words (start clock, start ns, end clock, end ns, SM) "
+                        "of each schedule's last run, in launch order, to this .npz")
     p.add_argument("--match", action="append", default=[], metavar="TEXT",
                    help="only the schedules whose name contains TEXT (repeatable)")
     args = p.parse_args(argv)
@@ -163,7 +168,7 @@ def main(argv=None):
     for seed in range(3):
         a, b = random_operands(8192, 8192, 8192, "float16", seed=seed)
         sets.append((a, b.t().contiguous().t()))
-    rows = []
+    rows, dumps = [], {}
     table = (MMA_LOOP_SCHEDULES if args.mma_loop else LOAD_LOOP_SCHEDULES if args.load_loop
              else PREFETCH_SCHEDULES if args.prefetch else SCHEDULES)
     if args.out.name == "clock.csv" and (args.mma_loop or args.load_loop or args.prefetch):
@@ -176,6 +181,8 @@ def main(argv=None):
         ghz, per_run, ms, ctas_per_sm = probe_clock(sched, sets, mma_loop_only=args.mma_loop,
                                                     load_loop_only=args.load_loop, prefetch_limit=prefetch)
         tf = tflops(8192, 8192, 8192, ms)
+        if args.dump:
+            dumps[name] = probe_clock.last_records
         # every CTA's A and B panels: M N K x 2 B x (1/block_m + 1/block_n) (the first clock.csv
         # was written with an extra factor 2 here; its column was halved afterwards, as it says).
         # The load-free loop reads only its prefill.
@@ -197,6 +204,8 @@ def main(argv=None):
                      "l2_bytes_per_sm_clk": f"{l2_bytes / (ms * 1e-3) / (132 * ghz * 1e9):.2f}"})
         print(f"{name}: {ghz:.3f} GHz (runs: {rows[-1]['per_run_ghz']}), {rows[-1]['tflops']} TFLOPS", flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    if args.dump:
+        np.savez_compressed(args.dump, **dumps)
     with open(args.out, "w", newline="") as f:
         f.write("# measured by python -m experiments.calibrate_clock: %clock64 / %globaltimer of each CTA, "
                 "median over CTAs and 5 runs, 8192^3 fp16, B stored [N, K]; ms: each kernel alone, 20 "
