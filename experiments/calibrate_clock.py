@@ -84,11 +84,12 @@ LOAD_LOOP_SCHEDULES = {
     "load loop 128x192x64 s2": preset("v2", block_n=192),
     "load loop 64x128x64 s2": preset("v2", block_m=64),
     "load loop 128x128x16 s2": preset("v2", block_k=16),
-    # raster order on the load side alone (until run 14 every kernel launched in column order)
-    "load loop 128x192x64 s2 column": preset("v2", block_n=192, raster="column"),
-    "load loop 64x128x64 s2 column": preset("v2", block_m=64, raster="column"),
+    # raster order on the load side alone (column is the default; in run 14 every row ran in
+    # row order, which its raster column says)
+    "load loop 128x192x64 s2 row": preset("v2", block_n=192, raster="row"),
+    "load loop 64x128x64 s2 row": preset("v2", block_m=64, raster="row"),
     "load loop 64x256x64 s2": preset("v2", block_m=64, block_n=256),
-    "load loop 64x256x64 s2 column": preset("v2", block_m=64, block_n=256, raster="column"),
+    "load loop 64x256x64 s2 row": preset("v2", block_m=64, block_n=256, raster="row"),
     # the warp-specialized handshake: the producer loads, the consumers hand each stage back
     "load loop v3 128x128x64 s2": preset("v3", stages=2),
     "load loop v3 128x128x64 s3": preset("v3", stages=3),

@@ -1,12 +1,15 @@
-"""The HBM and L2 bytes one 8192^3 launch of each version moves, for Nsight Compute:
+"""The HBM and L2 bytes one 8192^3 launch of each kernel moves, for Nsight Compute:
 
-  ncu --metrics dram__bytes_read.sum,lts__t_bytes.sum,gpu__time_duration.sum \\
-      --kernel-name regex:"^(serial|ring|specialized)_kernel" python3 -m experiments.hbm_bytes
+  ncu --metrics dram__bytes_read.sum,lts__t_bytes.sum,lts__t_sector_hit_rate.pct,gpu__time_duration.sum \\
+      --kernel-name regex:"^(serial|ring|specialized|load_loop)_kernel" python3 -m experiments.hbm_bytes [--load-loop]
 
 The model's HBM bytes (sim.engines.memory_traffic: every panel once per wave that uses it)
-are checked against dram__bytes_read; the seed's Nsight Compute profile had V2 moving 2.7x
-V1's DRAM bytes, which a model where both run 3 CTAs/SM in one wave's lockstep cannot give.
+are checked against dram__bytes_read (python -m experiments.hbm_compare); the seed's Nsight
+Compute profile had V2 moving 2.7x V1's DRAM bytes. With --load-loop: the WGMMA-free loops of
+experiments.calibrate_clock (the microbenchmark that set the model's L2 parameters) instead.
 Each kernel runs once, in the order printed (Nsight Compute numbers them in that order)."""
+import argparse
+
 import torch
 
 import gemm
@@ -26,10 +29,30 @@ SCHEDULES = {
     "v2 64x256 s2 row": P("v2", block_m=64, block_n=256, raster="row"),
 }
 
-a, b = random_operands(8192, 8192, 8192, "float16", seed=0)
-b = b.t().contiguous().t()   # the seed's layout: B stored [N, K]
-out = torch.empty((8192, 8192), dtype=torch.float16, device="cuda")
-for name, s in SCHEDULES.items():
-    gemm.matmul(a, b, schedule=s, out=out)
-    torch.cuda.synchronize()
-    print(name, flush=True)
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--load-loop", action="store_true", help="the WGMMA-free loop microbenchmarks instead")
+    args = ap.parse_args()
+    a, b = random_operands(8192, 8192, 8192, "float16", seed=0)
+    b = b.t().contiguous().t()   # the seed's layout: B stored [N, K]
+    out = torch.empty((8192, 8192), dtype=torch.float16, device="cuda")
+    if not args.load_loop:
+        for name, s in SCHEDULES.items():
+            gemm.matmul(a, b, schedule=s, out=out)
+            torch.cuda.synchronize()
+            print(name, flush=True)
+        return
+    from gemm.kernels import KernelConfig
+    from gemm.launch import launch_gemm, load_kernel
+    from experiments.calibrate_clock import LOAD_LOOP_SCHEDULES
+    for name, s in LOAD_LOOP_SCHEDULES.items():
+        loaded = load_kernel(KernelConfig(s, "float16", "k", "k", load_loop_only=True))
+        launch_gemm(loaded, a.data_ptr(), a.stride(0), b.data_ptr(), b.stride(1), out.data_ptr(), 8192,
+                    8192, 8192, 8192, torch.cuda.current_stream().cuda_stream)
+        torch.cuda.synchronize()
+        print(name, flush=True)
+
+
+if __name__ == "__main__":
+    main()

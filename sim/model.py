@@ -60,7 +60,8 @@ _CATEGORY_NAMES = {
 def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
             gpu: str | GpuProfile = "h200-sxm", dtype: str = "float16",
             trace: bool = False, sim_iters: int = 48, notes: list | None = None,
-            loads: bool = True, mmas: bool = True, ctas_per_sm: int | None = None) -> Prediction:
+            loads: bool = True, mmas: bool = True, ctas_per_sm: int | None = None,
+            hbm_read_bytes: float | None = None) -> Prediction:
     """Predict one kernel launch. Raises ScheduleError for a schedule that cannot run.
 
     `loads=False` (model only): the load-free microbenchmark -- gemm/kernels/mma_loop.py for
@@ -71,7 +72,11 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
     no tensor floor applies (flops are GEMM-equivalent).
     `ctas_per_sm` (model only): run this many CTAs per SM instead of the occupancy's figure (the
     microbenchmark kernels use ~24 registers, so only shared memory limits them); it may not
-    exceed the shared-memory, thread or block limit."""
+    exceed the shared-memory, thread or block limit.
+    `hbm_read_bytes` (model only, a what-if): the A and B bytes read from HBM, e.g. Nsight
+    Compute's dram__bytes_read of the real kernel, instead of the model's estimate (each panel
+    once per wave that uses it, which assumes the CTAs sharing a panel read each K slice close
+    together in time; experiments/NOTES.md items 17-19 show prefetching kernels that do not)."""
     if dtype not in DTYPES:
         raise ScheduleError(f"dtype must be one of {DTYPES}, got {dtype!r}")
     if min(m, n, k) < 1:
@@ -91,12 +96,21 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
     tm, tn = grid(s, m, n)
     wv = waves(tm * tn, prof.sm_count, c)
     traffic = memory_traffic(s, m, n, k, wv["per_wave"])
+    notes = list(notes or [])
+    if hbm_read_bytes is not None:
+        if not 0 <= hbm_read_bytes <= traffic["l2_to_sm_bytes"]:
+            raise ScheduleError(f"hbm_read_bytes={hbm_read_bytes:.4g}: outside 0..{traffic['l2_to_sm_bytes']} "
+                                "(the bytes every CTA reads)")
+        notes.append(f"model-only what-if: HBM read bytes set to {hbm_read_bytes / 1e9:.2f} GB "
+                     f"(the model's per-wave sharing gives {traffic['hbm_read_bytes'] / 1e9:.2f} GB)")
+        traffic = {**traffic, "hbm_read_bytes": int(hbm_read_bytes),
+                   "hbm_bytes": int(hbm_read_bytes) + traffic["hbm_write_bytes"],
+                   "l2_hit_rate": 1.0 - hbm_read_bytes / traffic["l2_to_sm_bytes"]}
     k_iters = math.ceil(k / s.block_k)
     miss = 1.0 - traffic["l2_hit_rate"]
 
     if not loads and not mmas:
         raise ScheduleError("loads=False and mmas=False together leave no loop")
-    notes = list(notes or [])
     if ctas_per_sm is not None:
         notes.append(f"model-only: {c} CTAs/SM set by the caller (occupancy gives {res['limits']})")
     if not mmas:

@@ -45,6 +45,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--phase-storage", choices=("register", "local"),
                    help="V2's per-stage phases: bits of one register, or the tutorial's local-memory array")
     p.add_argument("--clock-ghz", type=float, help="override the profile's sustained SM clock")
+    p.add_argument("--hbm-read-gb", type=float, metavar="GB",
+                   help="what-if: the A/B bytes read from HBM (e.g. Nsight Compute's dram__bytes_read), "
+                        "instead of the model's per-wave estimate")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--trace", metavar="FILE", help="write one CTA's timeline as a Chrome/Perfetto trace")
     p.add_argument("--stages-table", action="store_true",
@@ -122,7 +125,8 @@ def main(argv=None) -> int:
             import dataclasses
             gpu = dataclasses.replace(gpu, clock_ghz=a.clock_ghz)
         s, notes = build_schedule(a)
-        p = predict(s, a.m, a.n, a.k, gpu=gpu, dtype=a.dtype, trace=bool(a.trace), notes=notes)
+        p = predict(s, a.m, a.n, a.k, gpu=gpu, dtype=a.dtype, trace=bool(a.trace), notes=notes,
+                    hbm_read_bytes=None if a.hbm_read_gb is None else a.hbm_read_gb * 1e9)
         table = stages_table(s, a, gpu) if a.stages_table else None
     except ScheduleError as e:
         ap.exit(2, f"{ap.prog}: error: {e}\n")

@@ -64,3 +64,15 @@ def test_impossible_schedule_is_a_clear_error():
     assert r.returncode == 2 and "shared memory" in r.stderr and "Traceback" not in r.stderr
     r = run("--block", "bad")
     assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_hbm_read_what_if():
+    """--hbm-read-gb replaces the model's HBM estimate (say, by Nsight Compute's count) and says so."""
+    base = json.loads(run("--json").stdout)
+    r = run("--json", "--hbm-read-gb", "3.98")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["bytes"]["hbm_read_bytes"] == int(3.98e9) and d["bytes"]["l2_hit_rate"] < base["bytes"]["l2_hit_rate"]
+    assert d["tflops"] < base["tflops"] and any("what-if" in n for n in d["notes"])
+    bad = run("--hbm-read-gb", "100")
+    assert bad.returncode == 2 and "hbm_read_bytes" in bad.stderr

@@ -339,3 +339,57 @@ def test_mmas_off_and_residency_override_are_model_only():
     off = sim.predict(preset("v2"), 4096, 4096, 4096, gpu=g, mmas=False)
     on = sim.predict(preset("v2"), 4096, 4096, 4096, gpu=g)
     assert off.ms <= on.ms and "wgmma" not in off.breakdown
+
+
+# ---- HBM bytes against Nsight Compute (experiments/results/h200-sxm/hbm_bytes.csv, runs 17-18) ----
+def _hbm_rows():
+    import csv
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "experiments" / "results" / "h200-sxm" / "hbm_bytes.csv"
+    return list(csv.DictReader(ln for ln in path.read_text().splitlines() if not ln.startswith("#")))
+
+
+def _measured_gb(kernel):
+    return [float(r["dram_read_gb"]) for r in _hbm_rows() if r["kernel"] == kernel]
+
+
+def test_hbm_bytes_match_nsight_compute_where_sharers_keep_together():
+    """The model's HBM bytes (each A/B panel once per wave that uses it; never tuned to DRAM
+    counts) against dram__bytes_read of the real kernels, for those whose CTAs keep reading a
+    shared panel's K slices together: V1 on three tiles, V3/V4 at 2 stages, V5 at 4, V5 128x256
+    grouped, V2 64x256 in column order. Today within 1.3%."""
+    from experiments.hbm_compare import SCHEDULES
+    kernels = ("v1", "v1 128x192", "v1 64x256", "v3 s2", "v4 s2", "v5 s4", "v5 128x256 s4 grouped", "v2 64x256 s2")
+    for name in kernels:
+        model = sim.predict(SCHEDULES[name], N, N, N, gpu="h200-sxm").bytes["hbm_read_bytes"] / 1e9
+        for gb in _measured_gb(name):
+            assert gb == pytest.approx(model, rel=0.03), (name, gb, model)
+
+
+@pytest.mark.xfail(strict=True, reason="the ring's CTAs do not keep together: V2 at the seed's case reads 3.22-3.98 GB "
+                   "from DRAM (Nsight Compute, runs 17-18), 2.0-2.4x the model's 1.63 (as the seed's profile, DRAM "
+                   "25% -> 68%); likewise V2/V3/V5 at 3 stages (1.4-1.9x) and 64x256 in row order (4.8x). The model "
+                   "has no mechanism for how far apart in time the CTAs sharing a panel read it")
+def test_hbm_bytes_of_the_ring_match_nsight_compute():
+    model = sim.predict(preset("v2"), N, N, N, gpu="h200-sxm").bytes["hbm_read_bytes"] / 1e9
+    for gb in _measured_gb("v2"):
+        assert gb == pytest.approx(model, rel=0.10)
+
+
+def test_seed_lesson_follows_from_the_measured_l2_reuse():
+    """A what-if, not a prediction: given each kernel's own DRAM bytes as Nsight Compute
+    measured them on the H200 (`predict(hbm_read_bytes=...)`), the H100 profile orders the
+    seed's case V2 (local phases) < V1 < V3 and puts V2 within 10% of the seed's 518 (today
+    547-559 against V1 563 and V3 565): the seed's V2 slowdown is the L2 reuse the ring loses
+    (its DRAM 25% -> 68%), which the model, left to its own HBM estimate, does not predict."""
+    from experiments.hbm_compare import SCHEDULES
+
+    def with_measured(name):
+        return [sim.predict(SCHEDULES[name], N, N, N, gpu="h100-sxm", hbm_read_bytes=gb * 1e9)
+                for gb in _measured_gb(name)]
+    v1, v2, v3 = with_measured("v1"), with_measured("v2-local"), with_measured("v3 s2")
+    assert len(v1) == len(v2) == len(v3) == 2
+    for p1, p2, p3 in zip(v1, v2, v3):
+        assert p2.tflops < p1.tflops < p3.tflops
+        assert p2.tflops == pytest.approx(518, rel=0.10)
+        assert p2.notes and "what-if" in p2.notes[-1]

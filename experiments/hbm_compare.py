@@ -1,0 +1,102 @@
+"""HBM bytes per launch, measured (Nsight Compute) against the model, and what the model
+predicts when it is given the measured bytes:  python -m experiments.hbm_compare
+
+Reads the Nsight Compute CSVs of `experiments/hbm_bytes.py` runs (experiments/results/<gpu>/
+logs/run17/ncu.csv, logs/run18/ncu.csv), writes experiments/results/<gpu>/hbm_bytes.csv
+(one row per kernel and run: dram__bytes_read, the model's per-wave estimate, their ratio)
+and prints, for the seed's case on the H100 profile, V1 / V2 / V2-local / V3 predicted with
+the model's own HBM bytes and with the measured ones (`sim.predict(hbm_read_bytes=...)`, a
+what-if: those bytes are measurements of the very kernels being predicted). No GPU needed.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from pathlib import Path
+
+from gemm.schedule import preset
+
+RESULTS = Path(__file__).with_name("results")
+# the kernels experiments/hbm_bytes.py ran, in order, per run (run 17 ran the first list)
+RUN17 = ["v1", "v2", "v2-local", "v3 s2", "v3 s4", "v5 128x256 s4"]
+SCHEDULES = {
+    "v1": preset("v1"), "v2": preset("v2"), "v2-local": preset("v2", phase_storage="local"),
+    "v2 s3": preset("v2", stages=3), "v2 s4": preset("v2", stages=4),
+    "v3 s2": preset("v3", stages=2), "v3 s3": preset("v3", stages=3), "v3 s4": preset("v3", stages=4),
+    "v4 s2": preset("v4", stages=2), "v5 s3": preset("v5", stages=3), "v5 s4": preset("v5", stages=4),
+    "v5 128x256 s4": preset("v5", block_n=256, stages=4),
+    "v5 128x256 s4 grouped": preset("v5", block_n=256, stages=4, raster="grouped"),
+    "v1 128x192": preset("v1", block_n=192), "v2 128x192 s2": preset("v2", block_n=192),
+    "v1 64x256": preset("v1", block_m=64, block_n=256),
+    "v2 64x256 s2": preset("v2", block_m=64, block_n=256),
+    "v2 64x256 s2 row": preset("v2", block_m=64, block_n=256, raster="row"),
+}
+RUNS = {"run17": RUN17, "run18": list(SCHEDULES)}
+
+
+def read_ncu(path: Path) -> list[dict]:
+    """{metric: value} per profiled kernel, in launch order."""
+    rows = list(csv.DictReader(ln for ln in path.read_text().splitlines() if ln.startswith('"')))
+    out: dict[int, dict] = {}
+    for r in rows:
+        out.setdefault(int(r["ID"]), {})[r["Metric Name"]] = float(r["Metric Value"].replace(",", ""))
+    return [out[i] for i in sorted(out)]
+
+
+def model_bytes(s, gpu="h200-sxm") -> float:
+    import sim
+    return sim.predict(s, gpu=gpu).bytes["hbm_read_bytes"]
+
+
+def collect(gpu="h200-sxm", results=RESULTS) -> list[dict]:
+    rows = []
+    for run, names in RUNS.items():
+        path = results / gpu / "logs" / run / "ncu.csv"
+        if not path.exists():
+            continue
+        for name, m in zip(names, read_ncu(path)):
+            model = model_bytes(SCHEDULES[name], gpu)
+            rows.append({"run": run, "kernel": name, "dram_read_gb": round(m["dram__bytes_read.sum"] / 1e9, 3),
+                         "model_gb": round(model / 1e9, 3),
+                         "ratio": round(m["dram__bytes_read.sum"] / model, 3),
+                         "l2_hit_pct": m.get("lts__t_sector_hit_rate.pct", ""),
+                         "ms_ncu": round(m["gpu__time_duration.sum"] / 1e6, 4)})
+    return rows
+
+
+def measured_gb(rows, kernel) -> list[float]:
+    return [r["dram_read_gb"] for r in rows if r["kernel"] == kernel]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m experiments.hbm_compare", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gpu", default="h200-sxm")
+    a = ap.parse_args(argv)
+    import sim
+    rows = collect(a.gpu)
+    out = RESULTS / a.gpu / "hbm_bytes.csv"
+    with open(out, "w", newline="") as f:
+        f.write("# Nsight Compute dram__bytes_read.sum of one 8192^3 fp16 launch (B stored [N, K]) of each kernel, "
+                "by experiments/hbm_bytes.py on the H200 (runs 17 and 18, logs/run1[78]/ncu.csv); model_gb: "
+                "sim.engines.memory_traffic's estimate (each panel once per wave); python -m experiments.hbm_compare\n")
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    print(f"{'kernel':24s} {'run':6s} measured  model  ratio")
+    for r in rows:
+        print(f"{r['kernel']:24s} {r['run']:6s} {r['dram_read_gb']:7.2f}  {r['model_gb']:5.2f}  {r['ratio']:5.2f}")
+    print("\nthe seed's case on h100-sxm: model's own HBM bytes -> with the measured ones (what-if)")
+    for name in ("v1", "v2", "v2-local", "v3 s2"):
+        s = SCHEDULES[name]
+        own = sim.predict(s, gpu="h100-sxm")
+        what_if = [sim.predict(s, gpu="h100-sxm", hbm_read_bytes=gb * 1e9) for gb in measured_gb(rows, name)]
+        print(f"  {name:9s} {own.tflops:6.1f} TFLOPS (HBM {100 * own.utilization['hbm']:.0f}%) -> "
+              + ", ".join(f"{p.tflops:.1f} (HBM {100 * p.utilization['hbm']:.0f}%)" for p in what_if))
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
