@@ -2,7 +2,8 @@
 predicts when it is given the measured bytes:  python -m experiments.hbm_compare
 
 Reads the Nsight Compute CSVs of `experiments/hbm_bytes.py` runs (experiments/results/<gpu>/
-logs/run17/ncu.csv, logs/run18/ncu.csv), writes experiments/results/<gpu>/hbm_bytes.csv
+logs/run17/ncu.csv, logs/run18/ncu.csv; logs/run19/ncu.csv: `--load-loop`, the WGMMA-free
+loops whose rows calibrated the model's L2 path), writes experiments/results/<gpu>/hbm_bytes.csv
 (one row per kernel and run: dram__bytes_read, the model's per-wave estimate, their ratio)
 and prints, for the seed's case on the H100 profile, V1 / V2 / V2-local / V3 predicted with
 the model's own HBM bytes and with the measured ones (`sim.predict(hbm_read_bytes=...)`, a
@@ -32,7 +33,7 @@ SCHEDULES = {
     "v2 64x256 s2": preset("v2", block_m=64, block_n=256),
     "v2 64x256 s2 row": preset("v2", block_m=64, block_n=256, raster="row"),
 }
-RUNS = {"run17": RUN17, "run18": list(SCHEDULES)}
+RUNS = {"run17": RUN17, "run18": list(SCHEDULES), "run19": "load loops"}
 
 
 def read_ncu(path: Path) -> list[dict]:
@@ -44,19 +45,24 @@ def read_ncu(path: Path) -> list[dict]:
     return [out[i] for i in sorted(out)]
 
 
-def model_bytes(s, gpu="h200-sxm") -> float:
+def model_bytes(s, gpu="h200-sxm", load_loop=False) -> float:
+    """The model's HBM read bytes; a WGMMA-free loop (~24 registers) is limited by shared memory alone."""
     import sim
+    if load_loop:
+        return sim.predict(s, gpu=gpu, mmas=False, ctas_per_sm=s.ctas_per_sm()).bytes["hbm_read_bytes"]
     return sim.predict(s, gpu=gpu).bytes["hbm_read_bytes"]
 
 
 def collect(gpu="h200-sxm", results=RESULTS) -> list[dict]:
+    from experiments.calibrate_clock import LOAD_LOOP_SCHEDULES
     rows = []
     for run, names in RUNS.items():
         path = results / gpu / "logs" / run / "ncu.csv"
         if not path.exists():
             continue
-        for name, m in zip(names, read_ncu(path)):
-            model = model_bytes(SCHEDULES[name], gpu)
+        table = LOAD_LOOP_SCHEDULES if names == "load loops" else {n: SCHEDULES[n] for n in names}
+        for (name, s), m in zip(table.items(), read_ncu(path)):
+            model = model_bytes(s, gpu, load_loop=names == "load loops")
             rows.append({"run": run, "kernel": name, "dram_read_gb": round(m["dram__bytes_read.sum"] / 1e9, 3),
                          "model_gb": round(model / 1e9, 3),
                          "ratio": round(m["dram__bytes_read.sum"] / model, 3),
@@ -79,7 +85,8 @@ def main(argv=None) -> int:
     out = RESULTS / a.gpu / "hbm_bytes.csv"
     with open(out, "w", newline="") as f:
         f.write("# Nsight Compute dram__bytes_read.sum of one 8192^3 fp16 launch (B stored [N, K]) of each kernel, "
-                "by experiments/hbm_bytes.py on the H200 (runs 17 and 18, logs/run1[78]/ncu.csv); model_gb: "
+                "by experiments/hbm_bytes.py on the H200 (runs 17-19, logs/run1[789]/ncu.csv; run 19: the WGMMA-free "
+                "loops of experiments.calibrate_clock --load-loop); model_gb: "
                 "sim.engines.memory_traffic's estimate (each panel once per wave); python -m experiments.hbm_compare\n")
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()

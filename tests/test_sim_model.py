@@ -99,10 +99,10 @@ def test_l2_share_is_the_port_or_an_even_share_of_the_aggregate():
 
 @pytest.mark.xfail(strict=True, reason="the L2->SM port is calibrated in ns on the 128x128x64 load-only loop "
                    "(9.2-9.6 TB/s, the same in either raster order) and carries 9.9 TB/s of 128-B-row hits; "
-                   "what the path delivers depends on the launch order and the tile: the 64x256x64 load-only loop "
-                   "moves 11.6 TB/s in column order and 6.4 in row order (run 15, load_loop_raster.csv), and the "
-                   "64x256x64 V2 GEMM 11.3-12.0 TB/s in column order; the model has one rate for every pattern "
-                   "(it predicts that GEMM -20%)")
+                   "the 64x256x64 V2 GEMM moves 11.3-12.0 TB/s in column order with the same 128-B rows; the load-only "
+                   "loops that set the port had 2.7-3.7x more DRAM misses than the model assumed for them (run 19), "
+                   "so the port's rate is fitted against wrong miss costs (sim/README.md, ninth pass); in row order "
+                   "the same GEMM reads 4.8x the DRAM bytes (lost L2 reuse, run 18) and its load-only loop moves 6.4 TB/s")
 def test_l2_feed_is_not_below_what_the_h200_measured():
     """64x256x64 V2 moved 21.5 GB L2->SM in <= 1.87 ms on the H200 (>= 11.5 TB/s): the
     profile may not cap the L2 feed of 128-B box rows (K-major, block_k=64) that hit L2 below
@@ -376,20 +376,45 @@ def test_hbm_bytes_of_the_ring_match_nsight_compute():
         assert gb == pytest.approx(model, rel=0.10)
 
 
-def test_seed_lesson_follows_from_the_measured_l2_reuse():
+def test_measured_l2_reuse_moves_v2_toward_the_seed():
     """A what-if, not a prediction: given each kernel's own DRAM bytes as Nsight Compute
-    measured them on the H200 (`predict(hbm_read_bytes=...)`), the H100 profile orders the
-    seed's case V2 (local phases) < V1 < V3 and puts V2 within 10% of the seed's 518 (today
-    547-559 against V1 563 and V3 565): the seed's V2 slowdown is the L2 reuse the ring loses
-    (its DRAM 25% -> 68%), which the model, left to its own HBM estimate, does not predict."""
+    measured them on the H200 (`predict(hbm_read_bytes=...)`), the H100 profile's V2 (local
+    phases) loses 3.6-5.7% (580 -> 547-559) and V1 and V3 s2 nothing (their bytes are the
+    model's). Today that puts V2 below V1 (563) and within 8% of the seed's 518, but only
+    through l2_miss_port_factor = 1.1, which was calibrated on load-only loops whose misses the
+    model underestimated 2.7-3.7x (run 19): fitted on their measured misses it would be nearer
+    0.5, and V2 would land level with V1. So the direction is asserted, not the order."""
     from experiments.hbm_compare import SCHEDULES
 
-    def with_measured(name):
-        return [sim.predict(SCHEDULES[name], N, N, N, gpu="h100-sxm", hbm_read_bytes=gb * 1e9)
-                for gb in _measured_gb(name)]
-    v1, v2, v3 = with_measured("v1"), with_measured("v2-local"), with_measured("v3 s2")
-    assert len(v1) == len(v2) == len(v3) == 2
-    for p1, p2, p3 in zip(v1, v2, v3):
-        assert p2.tflops < p1.tflops < p3.tflops
-        assert p2.tflops == pytest.approx(518, rel=0.10)
-        assert p2.notes and "what-if" in p2.notes[-1]
+    def pair(name):
+        own = sim.predict(SCHEDULES[name], N, N, N, gpu="h100-sxm")
+        return own, [sim.predict(SCHEDULES[name], N, N, N, gpu="h100-sxm", hbm_read_bytes=gb * 1e9)
+                     for gb in _measured_gb(name)]
+    for name in ("v1", "v3 s2"):
+        own, measured = pair(name)
+        assert all(abs(p.tflops / own.tflops - 1) < 0.01 for p in measured)
+    own, measured = pair("v2-local")
+    assert len(measured) == 2
+    assert all(p.tflops < 0.97 * own.tflops and p.notes and "what-if" in p.notes[-1] for p in measured)
+
+
+@pytest.mark.xfail(strict=True, reason="the load-only loops that calibrated the L2 path (l2_sm_bytes_per_ns, "
+                   "l2_request_ns, l2_miss_port_factor) read 3.57x (3 CTAs/SM) and 4.9x (128x128x16) the DRAM bytes "
+                   "the model assumed for them (Nsight Compute, run 19; exact only at 1 CTA/SM); with their measured "
+                   "misses and the calibrated factor the model is 10-16% too slow on them, and their slowdown with "
+                   "fewer CTAs/SM is not a miss effect (1 CTA/SM misses less than 3 yet is slower)")
+def test_load_loop_calibration_misses_match_nsight_compute():
+    import csv
+    from pathlib import Path
+    from experiments.calibrate_clock import LOAD_LOOP_SCHEDULES
+    from experiments.hbm_compare import read_ncu
+    root = Path(__file__).resolve().parents[1] / "experiments" / "results" / "h200-sxm"
+    measured = dict(zip(LOAD_LOOP_SCHEDULES, read_ncu(root / "logs" / "run19" / "ncu.csv")))
+    rows = list(csv.DictReader(ln for ln in (root / "load_loop.csv").read_text().splitlines() if not ln.startswith("#")))
+    for r in rows:
+        if r["schedule"] not in LOAD_LOOP_CALIBRATION:
+            continue
+        s = preset("v2", block_m=int(r["block_m"]), block_n=int(r["block_n"]), block_k=int(r["block_k"]),
+                   stages=int(r["stages"]))
+        model = sim.predict(s, N, N, N, gpu="h200-sxm", mmas=False, ctas_per_sm=int(r["ctas_per_sm"]))
+        assert measured[r["schedule"]]["dram__bytes_read.sum"] == pytest.approx(model.bytes["hbm_read_bytes"], rel=0.10)
