@@ -29,11 +29,27 @@ SCHEDULES = {
     "v2 64x256 s2 row": P("v2", block_m=64, block_n=256, raster="row"),
 }
 
+# does the lost reuse grow with the time the sharers have to drift apart (the K loop's length)?
+K_SWEEP = (1024, 2048, 4096, 8192)
+K_SWEEP_KERNELS = ("v1", "v2", "v3 s3")
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--load-loop", action="store_true", help="the WGMMA-free loop microbenchmarks instead")
+    ap.add_argument("--k-sweep", action="store_true",
+                    help="instead: V1, V2 and V3 s3 at M = N = 8192 and K = 1024, 2048, 4096, 8192")
     args = ap.parse_args()
+    if args.k_sweep:
+        for k in K_SWEEP:
+            a, b = random_operands(8192, 8192, k, "float16", seed=k)
+            b = b.t().contiguous().t()
+            out = torch.empty((8192, 8192), dtype=torch.float16, device="cuda")
+            for name in K_SWEEP_KERNELS:
+                gemm.matmul(a, b, schedule=SCHEDULES[name], out=out)
+                torch.cuda.synchronize()
+                print(name, k, flush=True)
+        return
     a, b = random_operands(8192, 8192, 8192, "float16", seed=0)
     b = b.t().contiguous().t()   # the seed's layout: B stored [N, K]
     out = torch.empty((8192, 8192), dtype=torch.float16, device="cuda")

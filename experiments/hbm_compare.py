@@ -33,7 +33,7 @@ SCHEDULES = {
     "v2 64x256 s2": preset("v2", block_m=64, block_n=256),
     "v2 64x256 s2 row": preset("v2", block_m=64, block_n=256, raster="row"),
 }
-RUNS = {"run17": RUN17, "run18": list(SCHEDULES), "run19": "load loops"}
+RUNS = {"run17": RUN17, "run18": list(SCHEDULES), "run19": "load loops", "run20": "k sweep"}
 
 
 def read_ncu(path: Path) -> list[dict]:
@@ -59,6 +59,17 @@ def collect(gpu="h200-sxm", results=RESULTS) -> list[dict]:
     for run, names in RUNS.items():
         path = results / gpu / "logs" / run / "ncu.csv"
         if not path.exists():
+            continue
+        if names == "k sweep":
+            from experiments.hbm_bytes import K_SWEEP, K_SWEEP_KERNELS
+            import sim
+            cases = [(f"{n} k={k}", SCHEDULES[n], k) for k in K_SWEEP for n in K_SWEEP_KERNELS]
+            for (name, s, k), m in zip(cases, read_ncu(path)):
+                model = sim.predict(s, 8192, 8192, k, gpu=gpu).bytes["hbm_read_bytes"]
+                rows.append({"run": run, "kernel": name, "dram_read_gb": round(m["dram__bytes_read.sum"] / 1e9, 3),
+                             "model_gb": round(model / 1e9, 3), "ratio": round(m["dram__bytes_read.sum"] / model, 3),
+                             "l2_hit_pct": m.get("lts__t_sector_hit_rate.pct", ""),
+                             "ms_ncu": round(m["gpu__time_duration.sum"] / 1e6, 4)})
             continue
         table = LOAD_LOOP_SCHEDULES if names == "load loops" else {n: SCHEDULES[n] for n in names}
         for (name, s), m in zip(table.items(), read_ncu(path)):
