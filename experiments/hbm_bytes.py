@@ -10,10 +10,7 @@ experiments.calibrate_clock (the microbenchmark that set the model's L2 paramete
 Each kernel runs once, in the order printed (Nsight Compute numbers them in that order)."""
 import argparse
 
-import torch
-
 import gemm
-from experiments.reference import random_operands
 
 P = gemm.preset
 SCHEDULES = {
@@ -40,6 +37,8 @@ def main():
     ap.add_argument("--k-sweep", action="store_true",
                     help="instead: V1, V2 and V3 s3 at M = N = 8192 and K = 1024, 2048, 4096, 8192")
     args = ap.parse_args()
+    import torch
+    from experiments.reference import random_operands
     if args.k_sweep:
         for k in K_SWEEP:
             a, b = random_operands(8192, 8192, k, "float16", seed=k)
