@@ -16,6 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .kernels import KernelConfig, build
+from .schedule import ctas_by_registers
 
 ARCH = (9, 0, "a")
 SIGNATURE = "void(int64, int64, int64, int64, int32, int32, int32, uint32, int64)"
@@ -111,18 +112,6 @@ def _write_entry(path: Path, ptx: str, log: str, cubin: bytes) -> None:
         tmp = path / f".{name}.{os.getpid()}"
         tmp.write_bytes(data)
         os.replace(tmp, path / name)
-
-
-def ctas_by_registers(registers: int, threads: int) -> int:
-    """CTAs of `threads` threads at `registers` each that fit one SM's register file: it is
-    split among the SM's four schedulers (16K registers each), a warp's registers are
-    allocated in 256-register units, and a CTA's warps are dealt round robin."""
-    per_warp = -(-registers * 32 // 256) * 256
-    warps = -(-threads // 32)
-    ctas = 0
-    while -(-(ctas + 1) * warps // 4) * per_warp <= 16384:
-        ctas += 1
-    return ctas
 
 
 def _min_ctas(config: KernelConfig) -> int:

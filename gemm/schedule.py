@@ -44,6 +44,10 @@ RESERVED_SHARED_BYTES_PER_BLOCK = 1024
 REGISTERS_PER_SM = 65536
 MAX_REGISTERS_PER_THREAD = 255
 MAX_THREADS_PER_SM = 2048
+# The register file is split among the SM's four warp schedulers (16K registers each); a
+# warp's registers are allocated in units of 256 and a CTA's warps are dealt round robin.
+SCHEDULERS_PER_SM = 4
+REGISTER_ALLOCATION_UNIT = 256
 MAX_BLOCKS_PER_SM = 32
 # fp32 accumulator registers one thread may hold. The rest of the 255 carry
 # addresses, descriptors, loop state and the epilogue; above this ptxas spills
@@ -209,6 +213,18 @@ class Schedule:
         if self.family == "specialized":
             need(self.producer_warps >= 1, "the specialized family needs a producer warp")
         return self
+
+
+def ctas_by_registers(registers: int, threads: int, registers_per_sm: int = REGISTERS_PER_SM,
+                      unit: int = REGISTER_ALLOCATION_UNIT, schedulers: int = SCHEDULERS_PER_SM) -> int:
+    """CTAs of `threads` threads at `registers` each that one SM's register file holds."""
+    per_warp = -(-registers * 32 // unit) * unit
+    warps = -(-threads // 32)
+    per_scheduler = registers_per_sm // schedulers
+    ctas = 0
+    while -(-(ctas + 1) * warps // schedulers) * per_warp <= per_scheduler:
+        ctas += 1
+    return ctas
 
 
 def kernel_gaps(s: Schedule) -> list[str]:

@@ -20,7 +20,7 @@ import math
 import numpy as np
 import simpy
 
-from gemm.schedule import INPUT_BYTES, WGMMA_K, WGMMA_M, Schedule
+from gemm.schedule import INPUT_BYTES, WGMMA_K, WGMMA_M, Schedule, ctas_by_registers
 
 from .hardware import GpuProfile
 
@@ -37,11 +37,9 @@ def residency(s: Schedule, gpu: GpuProfile) -> dict:
     """CTAs per SM and what limits it: shared memory, registers, threads, the block cap."""
     smem = s.shared_bytes + gpu.smem_reserved_per_block
     regs = registers_per_thread(s, gpu)
-    warps = s.threads // 32
-    per_warp = math.ceil(regs * 32 / gpu.reg_alloc_unit) * gpu.reg_alloc_unit
     limits = {
         "smem": gpu.smem_per_sm // smem,
-        "registers": gpu.regs_per_sm // (warps * per_warp),
+        "registers": ctas_by_registers(regs, s.threads, gpu.regs_per_sm, gpu.reg_alloc_unit),
         "threads": gpu.max_threads_per_sm // s.threads,
         "blocks": gpu.max_ctas_per_sm,
     }

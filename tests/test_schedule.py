@@ -55,3 +55,13 @@ def test_importing_schedule_or_sim_does_not_import_numba_or_cupy():
             "bad = [m for m in ('numba', 'cupy', 'cuda') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_ctas_by_registers_counts_the_four_schedulers():
+    """The register file is split among four schedulers: 9 warps of 102 registers fit once,
+    though 2 x 9 x 3328 = 59904 < 65536 (what made the first V4/V5 clock probes run at one
+    CTA per SM where the kernel runs two); 96 registers fit twice; V1's 154 x 128 three times."""
+    from gemm.schedule import ctas_by_registers
+    assert ctas_by_registers(96, 288) == 2 and ctas_by_registers(102, 288) == 1
+    assert ctas_by_registers(154, 128) == 3 and ctas_by_registers(161, 160) == 2
+    assert ctas_by_registers(32, 128) == 16
