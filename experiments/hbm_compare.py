@@ -16,23 +16,11 @@ import csv
 import sys
 from pathlib import Path
 
-from gemm.schedule import preset
+from experiments.hbm_bytes import K_SWEEP, K_SWEEP_KERNELS, SCHEDULES
 
 RESULTS = Path(__file__).with_name("results")
 # the kernels experiments/hbm_bytes.py ran, in order, per run (run 17 ran the first list)
 RUN17 = ["v1", "v2", "v2-local", "v3 s2", "v3 s4", "v5 128x256 s4"]
-SCHEDULES = {
-    "v1": preset("v1"), "v2": preset("v2"), "v2-local": preset("v2", phase_storage="local"),
-    "v2 s3": preset("v2", stages=3), "v2 s4": preset("v2", stages=4),
-    "v3 s2": preset("v3", stages=2), "v3 s3": preset("v3", stages=3), "v3 s4": preset("v3", stages=4),
-    "v4 s2": preset("v4", stages=2), "v5 s3": preset("v5", stages=3), "v5 s4": preset("v5", stages=4),
-    "v5 128x256 s4": preset("v5", block_n=256, stages=4),
-    "v5 128x256 s4 grouped": preset("v5", block_n=256, stages=4, raster="grouped"),
-    "v1 128x192": preset("v1", block_n=192), "v2 128x192 s2": preset("v2", block_n=192),
-    "v1 64x256": preset("v1", block_m=64, block_n=256),
-    "v2 64x256 s2": preset("v2", block_m=64, block_n=256),
-    "v2 64x256 s2 row": preset("v2", block_m=64, block_n=256, raster="row"),
-}
 RUNS = {"run17": RUN17, "run18": list(SCHEDULES), "run19": "load loops", "run20": "k sweep"}
 
 
@@ -61,7 +49,6 @@ def collect(gpu="h200-sxm", results=RESULTS) -> list[dict]:
         if not path.exists():
             continue
         if names == "k sweep":
-            from experiments.hbm_bytes import K_SWEEP, K_SWEEP_KERNELS
             import sim
             cases = [(f"{n} k={k}", SCHEDULES[n], k) for k in K_SWEEP for n in K_SWEEP_KERNELS]
             for (name, s, k), m in zip(cases, read_ncu(path)):
