@@ -1,0 +1,146 @@
+"""Does an LRU L2 explain the DRAM bytes, given when the CTAs really ran?
+python -m experiments.l2_replay
+
+Replays two kinds of timeline through sim.l2cache (an LRU of the L2's capacity over the
+K slices every CTA reads, and the C tiles it writes) and sets the HBM read bytes it
+counts beside Nsight Compute's dram__bytes_read (experiments/results/<gpu>/hbm_bytes.csv):
+
+  same launch  every CTA's start and end as the clock probe recorded them on the H200 in
+            the very launch Nsight Compute measured (run 22, logs/run22: probes.npz and
+            ncu.csv from `bash experiments/device_same_launch.sh`); progress taken as
+            uniform over each CTA's K loop.
+  other launch  the same for run 18's stamps (`calibrate_clock --dump`), set beside that
+            run's Nsight Compute bytes of another launch of the kernel (ncu at base clocks).
+  lockstep  full waves that start together (sim.l2cache.lockstep_timeline): what the
+            model's per-wave figure assumes, at K = 1024 ... 8192 (run 20).
+
+It also prints how the CTAs spread in time, wave by wave: the 5-95% spread of the start
+times of each wave's CTAs, and the slope of duration on start offset within a wave (> 0: a
+CTA that starts late also runs longer, so the spread grows; < 0: it catches up).
+Writes experiments/results/<gpu>/l2_replay.csv. No GPU needed.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from experiments.hbm_bytes import SCHEDULES
+from experiments.hbm_compare import read_ncu
+from experiments.l2_same_launch import KERNELS as SAME_LAUNCH
+from sim.engines import grid, memory_traffic, residency
+from sim.hardware import load_profile
+from sim.l2cache import lockstep_timeline, replay
+
+RESULTS = Path(__file__).with_name("results")
+# the clock probe's kernel names (calibrate_clock) -> the Nsight Compute rows (hbm_bytes)
+PROBED = {"v1 128x128x64": "v1", "v2 128x128x64 s2": "v2", "v2 128x128x64 s2 local": "v2-local",
+          "v2 128x128x64 s3": "v2 s3", "v3 128x128x64 s2": "v3 s2", "v3 128x128x64 s3": "v3 s3"}
+MB = 1 << 20
+CAPACITIES_MB = (25, 35, 50)
+
+
+def spread_by_wave(starts_us, dur_us, per_wave):
+    """(5-95% start spread, slope of duration on start offset) for each wave after the first."""
+    out = []
+    for w in range(1, len(starts_us) // per_wave):
+        blk = slice(w * per_wave, (w + 1) * per_wave)
+        off = starts_us[blk] - np.median(starts_us[blk])
+        dd = dur_us[blk] - np.median(dur_us[blk])
+        p5, p95 = np.percentile(starts_us[blk], [5, 95])
+        slope = float(np.polyfit(off, dd, 1)[0]) if off.std() > 0 else 0.0
+        out.append((p95 - p5, slope))
+    return out
+
+
+def stamped_row(timeline, kernel, s, k, rec, ncu_gb, gpu) -> dict:
+    """Replay one launch's per-CTA stamps (clock0, ns0, clock1, ns1, smid per CTA)."""
+    prof = load_profile(gpu)
+    rec = rec.astype(np.int64)
+    t0 = rec[:, 1].min()
+    starts, ends = (rec[:, 1] - t0) / 1e3, (rec[:, 3] - t0) / 1e3
+    per_wave = prof.sm_count * residency(s, prof)["ctas_per_sm"]
+    sp = spread_by_wave(starts, ends - starts, per_wave)
+    row = {"timeline": timeline, "kernel": kernel, "k": k, "ncu_gb": ncu_gb,
+           "per_wave_gb": round(memory_traffic(s, 8192, 8192, k, per_wave)["hbm_read_bytes"] / 1e9, 3)}
+    for cap in CAPACITIES_MB:
+        got = replay(s, 8192, 8192, k, starts, ends - starts, cap * MB)["hbm_read_bytes"]
+        row[f"replay_{cap}mb_gb"] = round(got / 1e9, 3)
+    row["late_start_slope_median"] = round(float(np.median([x[1] for x in sp])), 2)
+    row["spread_by_wave_us"] = " ".join(f"{x[0]:.0f}" for x in sp)
+    return row
+
+
+def same_launch_rows(gpu, results):
+    logs = results / gpu / "logs" / "run22"
+    probes = np.load(logs / "probes.npz")
+    return [stamped_row("same launch (run 22)", name, SCHEDULES[key], k, probes[name],
+                        round(m["dram__bytes_read.sum"] / 1e9, 3), gpu)
+            for (name, key, k), m in zip(SAME_LAUNCH, read_ncu(logs / "ncu.csv"))]
+
+
+def other_launch_rows(gpu, results):
+    ncu = _ncu_gb(results / gpu / "hbm_bytes.csv")
+    probes = np.load(results / gpu / "logs" / "run18" / "probes.npz")
+    return [stamped_row("other launch (run 18)", kernel, SCHEDULES[kernel], 8192, probes[name],
+                        ncu.get(("run18", kernel)), gpu)
+            for name, kernel in PROBED.items()]
+
+
+def lockstep_rows(gpu, results):
+    ncu = _ncu_gb(results / gpu / "hbm_bytes.csv")
+    prof = load_profile(gpu)
+    rows = []
+    for (run, kernel), gb in ncu.items():
+        if run != "run20":
+            continue
+        name, k = kernel.split(" k=")
+        k = int(k)
+        s = SCHEDULES[name]
+        tm, tn = grid(s, 8192, 8192)
+        per_wave = prof.sm_count * residency(s, prof)["ctas_per_sm"]
+        starts, durations = lockstep_timeline(tm * tn, per_wave, 100.0)
+        row = {"timeline": "lockstep waves", "kernel": name, "k": k, "ncu_gb": gb,
+               "per_wave_gb": round(memory_traffic(s, 8192, 8192, k, per_wave)["hbm_read_bytes"] / 1e9, 3)}
+        for cap in CAPACITIES_MB:
+            got = replay(s, 8192, 8192, k, starts, durations, cap * MB, slices_per_step=4)["hbm_read_bytes"]
+            row[f"replay_{cap}mb_gb"] = round(got / 1e9, 3)
+        rows.append(row)
+    return rows
+
+
+def _ncu_gb(path: Path) -> dict:
+    rows = csv.DictReader(ln for ln in path.read_text().splitlines() if not ln.startswith("#"))
+    return {(r["run"], r["kernel"]): float(r["dram_read_gb"]) for r in rows}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gpu", default="h200-sxm")
+    ap.add_argument("--results", type=Path, default=RESULTS)
+    args = ap.parse_args(argv)
+    rows = (same_launch_rows(args.gpu, args.results) + other_launch_rows(args.gpu, args.results)
+            + lockstep_rows(args.gpu, args.results))
+    out = args.results / args.gpu / "l2_replay.csv"
+    fields = list(dict.fromkeys(k for r in rows for k in r))
+    with out.open("w", newline="") as f:
+        f.write("# HBM read GB: Nsight Compute (hbm_bytes.csv) against an LRU replay of the CTAs' timeline "
+                "(sim/l2cache.py) at 25/35/50 MB; python -m experiments.l2_replay\n")
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+    caps = [f"LRU {c}MB" for c in CAPACITIES_MB]
+    print(f"{'timeline':22s} {'kernel':16s} {'K':>5s} {'ncu GB':>7s} {'per-wave':>8s} " +
+          " ".join(f"{c:>9s}" for c in caps) + "  start spread by wave (us) | late-start slope")
+    for r in rows:
+        tail = (f"  {r['spread_by_wave_us']} | {r['late_start_slope_median']:+.2f}"
+                if "spread_by_wave_us" in r else "")
+        print(f"{r['timeline']:22s} {r['kernel']:16s} {r['k']:5d} {r['ncu_gb']:7.3f} {r['per_wave_gb']:8.3f} " +
+              " ".join(f"{r[f'replay_{c}mb_gb']:9.3f}" for c in CAPACITIES_MB) + tail)
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""The L2 as an LRU cache, replayed over a timeline of the whole grid's CTAs.
+
+`engines.memory_traffic` assumes every panel is fetched from HBM once per wave that uses
+it: the CTAs of a wave read each K slice side by side, and nothing survives to the next
+wave. This module instead replays *when* each CTA reads each K slice of its A and B panels
+(and writes its C tile) through an LRU of the profile's L2 capacity, and counts the bytes
+that miss. Two uses:
+
+  * a lockstep timeline (`lockstep_timeline`: waves of CTAs that start together and advance
+    at one rate) gives the per-wave figure at large K, and the cross-wave reuse that the
+    per-wave figure misses when A and B fit in L2 (K = 1024 at 8192 x 8192: 32 MB);
+  * a measured timeline (the start and end stamps the clock probe writes per CTA,
+    experiments/l2_replay.py) tests the cache on its own: how many misses the CTAs' real
+    spread in time costs, against Nsight Compute's dram__bytes_read.
+
+What it leaves out: the fill latency (a read of a line whose fill is in flight counts as a
+hit), L2's two partitions and its hashing (one 50 MB LRU), and progress inside a CTA other
+than uniform over its K loop.
+"""
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+
+import numpy as np
+
+from gemm.schedule import INPUT_BYTES, Schedule
+
+from .engines import grid, tile_order
+
+# key spaces of the three kinds of cached blocks (A slice, B slice, C tile)
+_A, _B, _C = 0, 1, 2
+
+
+def lockstep_timeline(n_ctas: int, per_wave: int, cta_time: float, launch_gap: float = 0.0):
+    """Start times and durations of CTAs run in full waves: wave w starts at w x cta_time."""
+    ids = np.arange(n_ctas)
+    starts = (ids // per_wave) * (cta_time + launch_gap)
+    return starts.astype(float), np.full(n_ctas, float(cta_time))
+
+
+def replay(s: Schedule, m: int, n: int, k: int, starts, durations, l2_bytes: int,
+           slices_per_step: int = 1, write_c: bool = True) -> dict:
+    """HBM read bytes of A and B when the CTAs (in launch order) run at `starts` for
+    `durations` (any one time unit), each reading K slice j of its panels at
+    start + (j + 0.5) / k_slices x duration, through an LRU L2 of `l2_bytes`.
+
+    `slices_per_step` groups that many block_k slices into one cached block (faster, coarser).
+    `write_c`: each CTA's C tile is written into L2 at its end (write-back: it holds
+    capacity until evicted) -- what keeps A and B from fitting when they alone would."""
+    tm, tn = grid(s, m, n)
+    rows, cols = tile_order(s, tm, tn)
+    n_ctas = tm * tn
+    starts = np.asarray(starts, float)
+    durations = np.asarray(durations, float)
+    if starts.shape != (n_ctas,) or durations.shape != (n_ctas,):
+        raise ValueError(f"starts and durations need one entry per CTA ({n_ctas}), "
+                         f"got {starts.shape} and {durations.shape}")
+    if slices_per_step < 1:
+        raise ValueError(f"slices_per_step must be >= 1, got {slices_per_step}")
+    k_slices = math.ceil(k / s.block_k)
+    steps = math.ceil(k_slices / slices_per_step)
+    slice_k = [min(slices_per_step * s.block_k, k - j * slices_per_step * s.block_k) for j in range(steps)]
+    a_bytes = np.array([min(s.block_m, m) * kk * INPUT_BYTES for kk in slice_k])
+    b_bytes = np.array([min(s.block_n, n) * kk * INPUT_BYTES for kk in slice_k])
+    c_bytes = min(s.block_m, m) * min(s.block_n, n) * INPUT_BYTES
+
+    j = np.arange(steps)
+    t = starts[:, None] + (j[None, :] + 0.5) / steps * durations[:, None]
+    # one event per (CTA, step): its A block then its B block; C at the CTA's end
+    key_a = (rows[:, None] * steps + j[None, :]).ravel()
+    key_b = (cols[:, None] * steps + j[None, :]).ravel()
+    times = t.ravel()
+    kinds = [np.full(times.size, _A), np.full(times.size, _B)]
+    keys = [key_a, key_b]
+    sizes = [np.tile(a_bytes, n_ctas), np.tile(b_bytes, n_ctas)]
+    all_t = [times, times]
+    if write_c:
+        all_t.append(starts + durations)
+        kinds.append(np.full(n_ctas, _C))
+        keys.append(np.arange(n_ctas))
+        sizes.append(np.full(n_ctas, c_bytes))
+    # order by time; at equal times by CTA then A before B (lexsort: last key is primary)
+    tt = np.concatenate(all_t)
+    kind = np.concatenate(kinds)
+    order = np.lexsort((kind, tt))
+    kind, key, size = kind[order], np.concatenate(keys)[order], np.concatenate(sizes)[order]
+
+    lru: OrderedDict[int, int] = OrderedDict()
+    held = miss = 0
+    reads = 0
+    for kd, kk, nb in zip(kind.tolist(), key.tolist(), size.tolist()):
+        tag = kk * 3 + kd
+        if tag in lru:
+            lru.move_to_end(tag)
+        else:
+            if kd != _C:
+                miss += nb
+            lru[tag] = nb
+            held += nb
+            while held > l2_bytes:
+                held -= lru.popitem(last=False)[1]
+        if kd != _C:
+            reads += nb
+    return {"hbm_read_bytes": int(miss), "l2_to_sm_bytes": int(reads), "l2_hit_rate": 1.0 - miss / reads}

@@ -1,0 +1,118 @@
+"""CPU tests of the LRU replay of the L2 over a timeline of the grid (sim/l2cache.py)."""
+import numpy as np
+import pytest
+
+from gemm.schedule import preset
+from sim.engines import memory_traffic
+from sim.l2cache import lockstep_timeline, replay
+
+N = 8192
+MB = 1 << 20
+
+
+def _lockstep(s, k, per_wave, l2=50 * MB, **kw):
+    starts, durations = lockstep_timeline(N // s.block_m * (N // s.block_n), per_wave, 100.0)
+    return replay(s, N, N, k, starts, durations, l2, **kw)
+
+
+@pytest.mark.parametrize("version,per_wave", [("v1", 396), ("v2", 396), ("v3", 264)])
+def test_lockstep_waves_at_large_k_give_the_per_wave_figure(version, per_wave):
+    """A and B (256 MB) far exceed L2: each panel comes once per wave that uses it."""
+    s = preset(version)
+    got = _lockstep(s, N, per_wave, slices_per_step=4)
+    assert got["hbm_read_bytes"] == memory_traffic(s, N, N, N, per_wave)["hbm_read_bytes"]
+    assert got["l2_to_sm_bytes"] == memory_traffic(s, N, N, N, per_wave)["l2_to_sm_bytes"]
+
+
+def test_operands_that_fit_are_read_once():
+    """K = 1024: A and B are 32 MB; without C's writes a 50 MB LRU keeps them across waves."""
+    s = preset("v2")
+    got = _lockstep(s, 1024, 396, write_c=False)
+    assert got["hbm_read_bytes"] == 2 * N * 1024 * 2
+    assert got["hbm_read_bytes"] < memory_traffic(s, N, N, 1024, 396)["hbm_read_bytes"] / 5
+
+
+def test_c_writes_take_capacity():
+    s = preset("v2")
+    assert _lockstep(s, 1024, 396, l2=30 * MB)["hbm_read_bytes"] > _lockstep(s, 1024, 396, l2=30 * MB,
+                                                                              write_c=False)["hbm_read_bytes"]
+
+
+def test_sharers_apart_in_time_miss_more_and_never_below_compulsory():
+    """Spread the starts of a lockstep grid: more misses, never fewer than each block once."""
+    s = preset("v2")
+    starts, durations = lockstep_timeline(4096, 396, 100.0)
+    base = replay(s, N, N, N, starts, durations, 50 * MB, slices_per_step=4)["hbm_read_bytes"]
+    rng = np.random.default_rng(0)
+    spread = replay(s, N, N, N, starts + rng.uniform(0, 60.0, 4096), durations, 50 * MB,
+                    slices_per_step=4)["hbm_read_bytes"]
+    assert spread > 1.2 * base
+    assert min(base, spread) >= 2 * N * N * 2  # A and B at least once
+
+
+@pytest.mark.parametrize("raster", ["row", "column", "grouped"])
+def test_lockstep_matches_the_per_wave_figure_in_every_raster(raster):
+    """64x256 tiles: in lockstep the launch order changes only which panels a wave shares
+    (the 4.8x of row order on the H200 is not a lockstep effect: experiments/NOTES.md)."""
+    s = preset("v2", block_m=64, block_n=256, raster=raster)
+    got = _lockstep(s, N, 264, slices_per_step=4)["hbm_read_bytes"]
+    assert got == memory_traffic(s, N, N, N, 264)["hbm_read_bytes"]
+
+
+def test_bad_timelines_are_refused():
+    s = preset("v2")
+    with pytest.raises(ValueError, match="one entry per CTA"):
+        replay(s, N, N, N, np.zeros(10), np.ones(10), 50 * MB)
+    with pytest.raises(ValueError, match="slices_per_step"):
+        replay(s, N, N, N, np.zeros(4096), np.ones(4096), 50 * MB, slices_per_step=0)
+
+
+# ---- against the H200: every CTA's stamps and the DRAM bytes of one launch (run 22) ----
+def _same_launch():
+    """(name, schedule, K, stamps, Nsight Compute DRAM bytes) per kernel of run 22."""
+    from pathlib import Path
+    from experiments.hbm_bytes import SCHEDULES
+    from experiments.hbm_compare import read_ncu
+    from experiments.l2_same_launch import KERNELS
+    logs = Path(__file__).resolve().parents[1] / "experiments" / "results" / "h200-sxm" / "logs" / "run22"
+    probes = np.load(logs / "probes.npz")
+    return [(name, SCHEDULES[key], k, probes[name].astype(np.int64), m["dram__bytes_read.sum"])
+            for (name, key, k), m in zip(KERNELS, read_ncu(logs / "ncu.csv"))]
+
+
+def _replayed(s, k, rec, l2=50 * MB):
+    starts, ends = (rec[:, 1] - rec[:, 1].min()) / 1e3, (rec[:, 3] - rec[:, 1].min()) / 1e3
+    return replay(s, N, N, k, starts, ends - starts, l2)["hbm_read_bytes"]
+
+
+@pytest.fixture(scope="module")
+def same_launch():
+    from sim.engines import residency
+    from sim.hardware import load_profile
+    g = load_profile("h200-sxm")
+    rows = []
+    for name, s, k, rec, measured in _same_launch():
+        per_wave = memory_traffic(s, N, N, k, g.sm_count * residency(s, g)["ctas_per_sm"])["hbm_read_bytes"]
+        rows.append((name, measured, per_wave, _replayed(s, k, rec, g.l2_bytes)))
+    return rows
+
+
+def test_replay_of_the_measured_timeline_finds_every_lost_reuse(same_launch):
+    """The CTAs' real spread in time, through a 50 MB LRU: no lost reuse where Nsight Compute
+    sees none (1.00x the per-wave figure; the replay within 5% of its bytes), and at K = 8192
+    lost reuse wherever it sees some (1.9-4.8x): run 22, one launch measured both ways. At
+    K = 4096 the replay gives V3 s3 1.10x where it read 1.78x (the xfail below)."""
+    for name, measured, per_wave, replayed in same_launch:
+        if measured < 1.05 * per_wave:
+            assert replayed == pytest.approx(measured, rel=0.05), name
+        elif "k=" not in name:
+            assert replayed > 1.3 * per_wave, name
+
+
+@pytest.mark.xfail(strict=True, reason="at the datasheet's 50 MB the replay gives V2 -5%, V2-local -8%, V1 +1%, "
+                   "64x256 row -13%, but V2 s3 -28%, V3 s3 -36% (K = 4096: -38%) and V5 s3 +17% (run 22): "
+                   "progress inside a CTA is taken as uniform and the L2 as one LRU; at 35 MB most rows "
+                   "fall within 7% (V2 s3 -20%, V3 s3 -24%, V5 s3 +34%), a capacity not measured here")
+def test_replay_of_the_measured_timeline_gives_the_dram_bytes(same_launch):
+    for name, measured, per_wave, replayed in same_launch:
+        assert replayed == pytest.approx(measured, rel=0.15), name
