@@ -32,7 +32,7 @@ from experiments.hbm_compare import read_ncu
 from experiments.l2_same_launch import KERNELS as SAME_LAUNCH
 from sim.engines import grid, memory_traffic, residency
 from sim.hardware import load_profile
-from sim.l2cache import lockstep_timeline, replay
+from sim.l2cache import lockstep_timeline, probe_timeline, replay
 
 RESULTS = Path(__file__).with_name("results")
 # the clock probe's kernel names (calibrate_clock) -> the Nsight Compute rows (hbm_bytes)
@@ -58,15 +58,13 @@ def spread_by_wave(starts_us, dur_us, per_wave):
 def stamped_row(timeline, kernel, s, k, rec, ncu_gb, gpu) -> dict:
     """Replay one launch's per-CTA stamps (clock0, ns0, clock1, ns1, smid per CTA)."""
     prof = load_profile(gpu)
-    rec = rec.astype(np.int64)
-    t0 = rec[:, 1].min()
-    starts, ends = (rec[:, 1] - t0) / 1e3, (rec[:, 3] - t0) / 1e3
+    starts, durations = probe_timeline(rec)
     per_wave = prof.sm_count * residency(s, prof)["ctas_per_sm"]
-    sp = spread_by_wave(starts, ends - starts, per_wave)
+    sp = spread_by_wave(starts, durations, per_wave)
     row = {"timeline": timeline, "kernel": kernel, "k": k, "ncu_gb": ncu_gb,
            "per_wave_gb": round(memory_traffic(s, 8192, 8192, k, per_wave)["hbm_read_bytes"] / 1e9, 3)}
     for cap in CAPACITIES_MB:
-        got = replay(s, 8192, 8192, k, starts, ends - starts, cap * MB)["hbm_read_bytes"]
+        got = replay(s, 8192, 8192, k, starts, durations, cap * MB)["hbm_read_bytes"]
         row[f"replay_{cap}mb_gb"] = round(got / 1e9, 3)
     row["late_start_slope_median"] = round(float(np.median([x[1] for x in sp])), 2)
     row["spread_by_wave_us"] = " ".join(f"{x[0]:.0f}" for x in sp)

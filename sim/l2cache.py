@@ -39,6 +39,14 @@ def lockstep_timeline(n_ctas: int, per_wave: int, cta_time: float, launch_gap: f
     return starts.astype(float), np.full(n_ctas, float(cta_time))
 
 
+def probe_timeline(records):
+    """(starts, durations) in microseconds from the clock probe's per-CTA words
+    (clock0, globaltimer0 ns, clock1, globaltimer1 ns, smid; gemm.kernels.tiles), launch order."""
+    rec = np.asarray(records).astype(np.int64)
+    t0 = rec[:, 1].min()
+    return (rec[:, 1] - t0) / 1e3, (rec[:, 3] - rec[:, 1]) / 1e3
+
+
 def replay(s: Schedule, m: int, n: int, k: int, starts, durations, l2_bytes: int,
            slices_per_step: int = 1, write_c: bool = True) -> dict:
     """HBM read bytes of A and B when the CTAs (in launch order) run at `starts` for

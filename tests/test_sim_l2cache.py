@@ -4,7 +4,7 @@ import pytest
 
 from gemm.schedule import preset
 from sim.engines import memory_traffic
-from sim.l2cache import lockstep_timeline, replay
+from sim.l2cache import lockstep_timeline, probe_timeline, replay
 
 N = 8192
 MB = 1 << 20
@@ -76,13 +76,12 @@ def _same_launch():
     from experiments.l2_same_launch import KERNELS
     logs = Path(__file__).resolve().parents[1] / "experiments" / "results" / "h200-sxm" / "logs" / "run22"
     probes = np.load(logs / "probes.npz")
-    return [(name, SCHEDULES[key], k, probes[name].astype(np.int64), m["dram__bytes_read.sum"])
+    return [(name, SCHEDULES[key], k, probes[name], m["dram__bytes_read.sum"])
             for (name, key, k), m in zip(KERNELS, read_ncu(logs / "ncu.csv"))]
 
 
 def _replayed(s, k, rec, l2=50 * MB):
-    starts, ends = (rec[:, 1] - rec[:, 1].min()) / 1e3, (rec[:, 3] - rec[:, 1].min()) / 1e3
-    return replay(s, N, N, k, starts, ends - starts, l2)["hbm_read_bytes"]
+    return replay(s, N, N, k, *probe_timeline(rec), l2)["hbm_read_bytes"]
 
 
 @pytest.fixture(scope="module")
