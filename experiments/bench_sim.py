@@ -1,4 +1,5 @@
-"""Time sim.predict for the seed's 8192^3 case: python -m experiments.bench_sim"""
+"""Time sim.predict for the seed's 8192^3 case, and the GPU-wide timeline (sim/timeline.py,
+`sim.run --grid-timeline`) once per version: python -m experiments.bench_sim"""
 from __future__ import annotations
 
 import statistics
@@ -6,6 +7,7 @@ import time
 
 import sim
 from gemm.schedule import preset
+from sim import timeline
 
 
 def main(repeats: int = 10) -> None:
@@ -19,6 +21,11 @@ def main(repeats: int = 10) -> None:
                 ts.append(time.perf_counter() - t0)
             print(f"{v} {gpu}: {1e3 * statistics.median(ts):6.1f} ms per prediction "
                   f"(median of {repeats}, max {1e3 * max(ts):.1f}) -> {p.tflops:.0f} TFLOPS")
+    for v in ("v1", "v2", "v3"):
+        t0 = time.perf_counter()
+        r = timeline.run(preset(v), 8192, 8192, 8192, "h200-sxm")
+        print(f"{v} h200-sxm GPU-wide timeline: {time.perf_counter() - t0:5.2f} s "
+              f"({len(r['starts_ns'])} CTAs, one event per K step) -> {r['hbm_read_bytes'] / 1e9:.2f} GB from HBM")
 
 
 if __name__ == "__main__":

@@ -39,7 +39,8 @@ RESULTS = Path(__file__).with_name("results")
 PROBED = {"v1 128x128x64": "v1", "v2 128x128x64 s2": "v2", "v2 128x128x64 s2 local": "v2-local",
           "v2 128x128x64 s3": "v2 s3", "v3 128x128x64 s2": "v3 s2", "v3 128x128x64 s3": "v3 s3"}
 MB = 1 << 20
-CAPACITIES_MB = (25, 35, 50)
+# MiB: 25, the L2 sweep's capacity for lines two SMs read (l2_lru_bytes, run 24: 34.6), 50
+CAPACITIES_MB = (25, round(load_profile("h200-sxm").l2_lru_bytes / MB, 1), 50)
 
 
 def spread_by_wave(starts_us, dur_us, per_wave):

@@ -163,7 +163,29 @@ class GpuProfile:
     # keeps the port busy). The mechanism is [assumed]; the miss bytes are the model's
     # per-wave estimate (engines.memory_traffic), not a measurement.
     l2_miss_port_factor: float = 1.1
-    l2_bytes: int = 50 * 1024 * 1024         # [datasheet] 50 MB
+    # ---- the GPU-wide timeline (sim/timeline.py; eleventh pass) ----
+    # The same port cost of a missed byte, but counted on the misses the timeline itself
+    # makes (l2_miss_port_factor above was fitted on the per-wave estimate, which run 19
+    # found 2.7-3.7x below the load loops' real misses). [measured] 0.5: the value in
+    # 0.3..0.8 (steps of 0.1) whose largest error on the four 128x128x64 load-only loops
+    # (load_loop.csv: s1..s4 at 6/3/2/1 CTAs/SM, 1.785/1.877/1.989/2.065 ms) is smallest:
+    # +1.7/+2.0/-2.0/-1.2% (0.4: max 5.6%, 0.6: max 5.4%). Only those loops' times are used.
+    timeline_miss_port_factor: float = 0.5
+    # Relative time one SM's L2 -> SM feed takes for the same bytes, per SM id (mean 1): the
+    # L2 feed is not the same on every SM. [measured] sim/profiles/<gpu>.json, written by
+    # `python -m experiments.sm_feed_map` from the per-CTA stamps of three load-only loops
+    # (run 23); None = every SM alike.
+    l2_feed_by_sm: tuple | None = None
+    # The SMs the block scheduler gives the first CTAs of a launch, in launch order (a
+    # permutation of the SM ids). [measured] with the map above; None = 0, 1, 2, ...
+    sm_dispatch_order: tuple | None = None
+    l2_bytes: int = 50 * 1024 * 1024         # [datasheet] 50 MB (H100 SXM); the H200 reports 60 MiB
+    # The capacity of one LRU that stands for L2 for lines many SMs share (sim/l2cache.py,
+    # sim/timeline.py). [measured] sim/profiles/<gpu>.json: experiments/l2_capacity.py (run 24)
+    # -- a second sweep over a buffer whose lines two SMs read misses half its bytes at
+    # 34.6 MiB on the H200 (one reader: 43.6 MiB; a reverse second sweep keeps 29.9 MiB; the
+    # device attribute says 60 MiB). None = l2_bytes.
+    l2_lru_bytes: int | None = None
     hbm_tbs: float = 3.35                    # [datasheet]
     hbm_efficiency: float = 0.85             # [assumed] achievable fraction of the datasheet bandwidth
     store_bytes_per_clk: float = 32.0        # [assumed] direct epilogue: fragment-layout st.global per SM
@@ -260,6 +282,7 @@ _H200 = dataclasses.replace(
     # sets the in-kernel sustained clock (experiments/results/h200-sxm/clock.csv)
     clock_ghz=1.665,
     hbm_tbs=4.8,             # [datasheet] HBM3e
+    l2_bytes=60 * 1024 * 1024,  # [measured] the device attribute L2CacheSize (run 24)
 )
 
 PROFILES: dict[str, GpuProfile] = {p.name: p for p in (_H100, _H200)}
@@ -280,6 +303,9 @@ def load_profile(name: str, profiles_dir: Path | str | None = None) -> GpuProfil
     unknown = sorted(set(data) - known)
     if unknown:
         raise ValueError(f"{path}: unknown profile keys {unknown}")
+    for key in ("l2_feed_by_sm", "sm_dispatch_order"):  # JSON lists -> tuples (a frozen profile)
+        if data.get(key) is not None:
+            data[key] = tuple(data[key])
     if "wgmma_tail_clk" in data:
         data["wgmma_tail_clk"] = {int(k): v for k, v in data["wgmma_tail_clk"].items()}
     return dataclasses.replace(base, **data)

@@ -14,8 +14,9 @@ that miss. Two uses:
     spread in time costs, against Nsight Compute's dram__bytes_read.
 
 What it leaves out: the fill latency (a read of a line whose fill is in flight counts as a
-hit), L2's two partitions and its hashing (one 50 MB LRU), and progress inside a CTA other
-than uniform over its K loop.
+hit; `LruL2` has fill times for sim/timeline.py, which needs them), L2's two partitions and
+its hashing (one LRU; its capacity `l2_lru_bytes` is measured: experiments/l2_capacity.py),
+and progress inside a CTA other than uniform over its K loop.
 """
 from __future__ import annotations
 
@@ -30,6 +31,44 @@ from .engines import grid, tile_order
 
 # key spaces of the three kinds of cached blocks (A slice, B slice, C tile)
 _A, _B, _C = 0, 1, 2
+
+
+class LruL2:
+    """One LRU of `capacity` bytes over cached blocks (any hashable tag), with fill times:
+    a block read while its fill is on its way is ready when the fill lands. Misses queue
+    on one GPU-wide HBM stream of `hbm_bytes_per_ns`; a hit is ready `hit_ns` after the
+    read, a miss `miss_ns` after it (or when the HBM queue has delivered it, the later).
+    With the defaults only the bytes count (the replay below)."""
+
+    def __init__(self, capacity: int, hit_ns: float = 0.0, miss_ns: float = 0.0,
+                 hbm_bytes_per_ns: float = math.inf):
+        self.capacity, self.hit_ns, self.miss_ns, self.hbm_bpns = capacity, hit_ns, miss_ns, hbm_bytes_per_ns
+        self.lru: OrderedDict = OrderedDict()  # tag -> (fill time, bytes)
+        self.held = 0
+        self.miss_bytes = 0
+        self.hbm_free = 0.0
+
+    def insert(self, tag, nbytes: int, fill: float) -> None:
+        """Put a block in (most recent), evicting the least recent ones beyond capacity."""
+        old = self.lru.pop(tag, None)
+        if old is not None:
+            self.held -= old[1]
+        self.lru[tag] = (fill, nbytes)
+        self.held += nbytes
+        while self.held > self.capacity:
+            self.held -= self.lru.popitem(last=False)[1][1]
+
+    def read(self, tag, nbytes: int, t: float) -> tuple[float, int]:
+        """(when the block read at `t` is in L2, bytes that missed)."""
+        entry = self.lru.get(tag)
+        if entry is not None:
+            self.lru.move_to_end(tag)
+            return max(t + self.hit_ns, entry[0]), 0
+        self.miss_bytes += nbytes
+        self.hbm_free = max(self.hbm_free, t) + nbytes / self.hbm_bpns
+        fill = max(t + self.miss_ns, self.hbm_free)
+        self.insert(tag, nbytes, fill)
+        return fill, nbytes
 
 
 def lockstep_timeline(n_ctas: int, per_wave: int, cta_time: float, launch_gap: float = 0.0):
@@ -94,20 +133,14 @@ def replay(s: Schedule, m: int, n: int, k: int, starts, durations, l2_bytes: int
     order = np.lexsort((kind, tt))
     kind, key, size = kind[order], np.concatenate(keys)[order], np.concatenate(sizes)[order]
 
-    lru: OrderedDict[int, int] = OrderedDict()
-    held = miss = 0
+    cache = LruL2(l2_bytes)
     reads = 0
-    for kd, kk, nb in zip(kind.tolist(), key.tolist(), size.tolist()):
+    for kd, kk, nb, when in zip(kind.tolist(), key.tolist(), size.tolist(), tt[order].tolist()):
         tag = kk * 3 + kd
-        if tag in lru:
-            lru.move_to_end(tag)
+        if kd == _C:
+            cache.insert(tag, nb, when)
         else:
-            if kd != _C:
-                miss += nb
-            lru[tag] = nb
-            held += nb
-            while held > l2_bytes:
-                held -= lru.popitem(last=False)[1]
-        if kd != _C:
+            cache.read(tag, nb, when)
             reads += nb
+    miss = cache.miss_bytes
     return {"hbm_read_bytes": int(miss), "l2_to_sm_bytes": int(reads), "l2_hit_rate": 1.0 - miss / reads}

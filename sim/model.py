@@ -61,7 +61,8 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
             gpu: str | GpuProfile = "h200-sxm", dtype: str = "float16",
             trace: bool = False, sim_iters: int = 48, notes: list | None = None,
             loads: bool = True, mmas: bool = True, ctas_per_sm: int | None = None,
-            hbm_read_bytes: float | None = None) -> Prediction:
+            hbm_read_bytes: float | None = None,
+            hbm_read_source: str = "model-only what-if") -> Prediction:
     """Predict one kernel launch. Raises ScheduleError for a schedule that cannot run.
 
     `loads=False` (model only): the load-free microbenchmark -- gemm/kernels/mma_loop.py for
@@ -76,7 +77,8 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
     `hbm_read_bytes` (model only, a what-if): the A and B bytes read from HBM, e.g. Nsight
     Compute's dram__bytes_read of the real kernel, instead of the model's estimate (each panel
     once per wave that uses it, which assumes the CTAs sharing a panel read each K slice close
-    together in time; experiments/NOTES.md items 17-19 show prefetching kernels that do not)."""
+    together in time; experiments/NOTES.md items 17-19 show prefetching kernels that do not);
+    `hbm_read_source` names where they come from in the prediction's notes."""
     if dtype not in DTYPES:
         raise ScheduleError(f"dtype must be one of {DTYPES}, got {dtype!r}")
     if min(m, n, k) < 1:
@@ -101,7 +103,7 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
         if not 0 <= hbm_read_bytes <= traffic["l2_to_sm_bytes"]:
             raise ScheduleError(f"hbm_read_bytes={hbm_read_bytes:.4g}: outside 0..{traffic['l2_to_sm_bytes']} "
                                 "(the bytes every CTA reads)")
-        notes.append(f"model-only what-if: HBM read bytes set to {hbm_read_bytes / 1e9:.2f} GB "
+        notes.append(f"{hbm_read_source}: HBM read bytes set to {hbm_read_bytes / 1e9:.2f} GB "
                      f"(the model's per-wave sharing gives {traffic['hbm_read_bytes'] / 1e9:.2f} GB)")
         traffic = {**traffic, "hbm_read_bytes": int(hbm_read_bytes),
                    "hbm_bytes": int(hbm_read_bytes) + traffic["hbm_write_bytes"],

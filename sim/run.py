@@ -14,6 +14,7 @@ from gemm.schedule import EPILOGUES, PRESETS, RASTERS, ScheduleError, preset
 from .hardware import PROFILES, load_profile
 from .model import _CATEGORY_NAMES, predict
 from .schedules import model_schedule
+from .timeline import summary as timeline_summary
 
 # flag -> Schedule field
 _KNOBS = {"stages": "stages", "sync_per_iter": "syncs_per_iter", "consumer_warpgroups": "consumer_warpgroups",
@@ -48,6 +49,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--hbm-read-gb", type=float, metavar="GB",
                    help="what-if: the A/B bytes read from HBM (e.g. Nsight Compute's dram__bytes_read), "
                         "instead of the model's per-wave estimate")
+    p.add_argument("--grid-timeline", action="store_true",
+                   help="run the GPU-wide K-step timeline (sim/timeline.py, a few seconds): its HBM bytes "
+                        "replace the per-wave estimate, and its span and spread are reported")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--trace", metavar="FILE", help="write one CTA's timeline as a Chrome/Perfetto trace")
     p.add_argument("--stages-table", action="store_true",
@@ -87,7 +91,7 @@ def stages_table(s, a, gpu) -> list[dict]:
     return rows
 
 
-def report(p, table=None) -> str:
+def report(p, table=None, grid=None) -> str:
     s, u, sh = p.schedule, p.utilization, p.shape
     lines = [
         f"{s['name']} ({s['family']}) on {p.gpu} at {p.clock_ghz:.3f} GHz: "
@@ -108,6 +112,12 @@ def report(p, table=None) -> str:
                                         f"{100 * v:.0f}%" for k, v in p.breakdown.items() if v >= 0.005),
     ]
     lines += [f"  note           {n}" for n in p.notes]
+    if grid:
+        lines.append(
+            f"  GPU-wide       every CTA, one event per K step ({grid['feed_map']}): HBM read "
+            f"{grid['hbm_read_bytes'] / 1e9:.2f} GB (per-wave estimate {grid['per_wave_hbm_read_bytes'] / 1e9:.2f}), "
+            f"span {grid['span_ms']:.3f} ms ({grid['tflops']:.0f} TFLOPS), last wave's starts spread over "
+            f"{grid['last_wave_start_spread_us']:.0f} us (prefetch depth {grid['prefetch_depth']})")
     if table:
         lines.append("  stages  smem/CTA  CTAs/SM (limited by)   TFLOPS  bound")
         for r in table:
@@ -125,8 +135,17 @@ def main(argv=None) -> int:
             import dataclasses
             gpu = dataclasses.replace(gpu, clock_ghz=a.clock_ghz)
         s, notes = build_schedule(a)
+        hbm = None if a.hbm_read_gb is None else a.hbm_read_gb * 1e9
+        grid = None
+        if a.grid_timeline:
+            if hbm is not None:
+                raise ScheduleError("--grid-timeline and --hbm-read-gb both set the HBM bytes: give one")
+            predict(s, a.m, a.n, a.k, gpu=gpu, dtype=a.dtype)  # refuses what cannot run
+            grid = timeline_summary(s, a.m, a.n, a.k, gpu)
+            hbm = grid["hbm_read_bytes"]
         p = predict(s, a.m, a.n, a.k, gpu=gpu, dtype=a.dtype, trace=bool(a.trace), notes=notes,
-                    hbm_read_bytes=None if a.hbm_read_gb is None else a.hbm_read_gb * 1e9)
+                    hbm_read_bytes=hbm, hbm_read_source="the GPU-wide timeline (--grid-timeline)"
+                    if grid else "model-only what-if")
         table = stages_table(s, a, gpu) if a.stages_table else None
     except ScheduleError as e:
         ap.exit(2, f"{ap.prog}: error: {e}\n")
@@ -137,9 +156,11 @@ def main(argv=None) -> int:
         d = p.to_dict()
         if table is not None:
             d["stages_table"] = table
+        if grid is not None:
+            d["grid_timeline"] = grid
         print(json.dumps(d))
     else:
-        print(report(p, table))
+        print(report(p, table, grid))
     return 0
 
 

@@ -76,3 +76,22 @@ def test_hbm_read_what_if():
     assert d["tflops"] < base["tflops"] and any("what-if" in n for n in d["notes"])
     bad = run("--hbm-read-gb", "100")
     assert bad.returncode == 2 and "hbm_read_bytes" in bad.stderr
+
+
+def test_grid_timeline():
+    """--grid-timeline runs every CTA of the grid; its HBM bytes replace the per-wave estimate
+    and it says so. A smaller grid keeps this quick."""
+    r = run("--json", "--grid-timeline", "--m", "4096", "--n", "4096", "--k", "2048", "--gpu", "h200-sxm")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    g = d["grid_timeline"]
+    # A and B (32 MiB) fit in L2 here: the timeline reads them once, the per-wave figure per wave
+    assert d["bytes"]["hbm_read_bytes"] == g["hbm_read_bytes"] >= 2 * 4096 * 2048 * 2
+    assert g["hbm_read_bytes"] < g["per_wave_hbm_read_bytes"]
+    assert g["span_ms"] > 0 and g["prefetch_depth"] == 2 and any("GPU-wide timeline" in n for n in d["notes"])
+    text = run("--grid-timeline", "--m", "4096", "--n", "4096", "--k", "2048").stdout
+    assert "GPU-wide" in text and "spread" in text
+    both = run("--grid-timeline", "--hbm-read-gb", "3")
+    assert both.returncode == 2 and "give one" in both.stderr and "Traceback" not in both.stderr
+    bad = run("--grid-timeline", "--block", "128x256x64")
+    assert bad.returncode == 2 and "accumulator registers" in bad.stderr

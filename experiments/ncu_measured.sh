@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Profile only the launches a script wraps in an NVTX range "measured" (no cache flush, no
+# clock lock: the kernel runs as it would unprofiled), writing $OUT/ncu.csv and $OUT/ncu.err.
+# Usage: OUT=dir bash experiments/ncu_measured.sh METRICS TIMEOUT_S python3 -m module args...
+set -uo pipefail
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+metrics=$1 limit=$2; shift 2
+timeout "$limit" /usr/local/cuda/bin/ncu --nvtx --nvtx-include "measured/" --metrics "$metrics" \
+  --clock-control none --cache-control none --csv "$@" > "$OUT/ncu.csv" 2> "$OUT/ncu.err"
+echo "ncu rc=$?"
+tail -3 "$OUT/ncu.err"
+grep -v '^"' "$OUT/ncu.csv" | tail -4

@@ -1,0 +1,124 @@
+"""CPU tests of the GPU-wide K-step timeline (sim/timeline.py): which kernels keep their
+L2 sharing and which drift apart, from the per-SM feed map the load-only loops measured."""
+import csv
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gemm.schedule import preset
+from sim import timeline
+from sim.engines import memory_traffic
+from sim.hardware import load_profile
+
+N = 8192
+RESULTS = Path(__file__).resolve().parents[1] / "experiments" / "results" / "h200-sxm"
+
+
+def _per_wave(s, k, ctas_per_sm):
+    return memory_traffic(s, N, N, k, 132 * ctas_per_sm)["hbm_read_bytes"]
+
+
+@pytest.mark.parametrize("s,depth", [(preset("v1"), 1), (preset("v2"), 2), (preset("v2", stages=4), 4),
+                                     (preset("v3", stages=3), 3), (preset("v5", stages=3), 2)])
+def test_prefetch_depth(s, depth):
+    """Loads of step j + depth go out when step j's group retires; wait_group(1) holds one
+    more slot."""
+    assert timeline.prefetch_depth(s) == depth
+
+
+def test_the_h200_profile_carries_a_measured_feed_map():
+    p = load_profile("h200-sxm")
+    feed = np.array(p.l2_feed_by_sm)
+    assert feed.shape == (132,) and abs(feed.mean() - 1) < 1e-3
+    assert sorted(p.sm_dispatch_order) == list(range(132))
+    assert 0.05 < feed.std() < 0.2 and feed.min() < 0.85  # run 23: ~10%, a fifth ~25% faster
+
+
+def test_sms_alike_keep_the_per_wave_sharing():
+    """With every SM alike nothing spreads the CTAs: the per-wave figure, ring or not."""
+    flat = np.ones(132)
+    for s in (preset("v1"), preset("v2"), preset("v3", stages=3)):
+        got = timeline.run(s, N, N, 4096, "h200-sxm", feed_by_sm=flat)
+        assert got["hbm_read_bytes"] == pytest.approx(_per_wave(s, 4096, got["ctas_per_sm"]), rel=0.01), s.name
+
+
+def test_deterministic():
+    s = preset("v2")
+    a = timeline.run(s, 2048, 2048, 2048, "h200-sxm")
+    b = timeline.run(s, 2048, 2048, 2048, "h200-sxm")
+    assert a["hbm_read_bytes"] == b["hbm_read_bytes"] and np.array_equal(a["ends_ns"], b["ends_ns"])
+
+
+def test_exposed_miss_latency_keeps_sharers_together_and_a_hiding_ring_loses_them():
+    """The split Nsight Compute measures at K = 4096 (run 20: V1 1.00x the per-wave figure,
+    V2 1.75x, V3 s3 1.49x; run 18 at K = 8192: V3 s2 1.00x), from the measured feed map:
+    V1 (no prefetch) and V3 s2 (one K tile ahead at 2 CTAs/SM) pay a miss's latency, so the
+    CTA that reads a slice first is slowed and its sharers catch up; V2 s2 and V3 s3 hide it."""
+    ratio = {}
+    for name, s in (("v1", preset("v1")), ("v3 s2", preset("v3", stages=2)),
+                    ("v2", preset("v2")), ("v3 s3", preset("v3", stages=3))):
+        got = timeline.run(s, N, N, 4096, "h200-sxm")
+        ratio[name] = got["hbm_read_bytes"] / _per_wave(s, 4096, got["ctas_per_sm"])
+    assert ratio["v1"] < 1.02 and ratio["v3 s2"] < 1.02, ratio
+    assert ratio["v2"] > 1.15 and ratio["v3 s3"] > 1.05, ratio
+
+
+def test_the_ring_spreads_wave_after_wave():
+    """Run 22: the last wave's starts spread over 165 us in V2, 11 us in V1."""
+    def last_wave_spread(s):
+        got = timeline.run(s, N, N, 4096, "h200-sxm")
+        per_wave = 132 * got["ctas_per_sm"]
+        st = got["starts_ns"][-per_wave - len(got["starts_ns"]) % per_wave:][:per_wave] / 1e3
+        return np.percentile(st, 95) - np.percentile(st, 5)
+    assert last_wave_spread(preset("v2")) > 5 * max(1.0, last_wave_spread(preset("v1")))
+
+
+def _load_loop_ms(name):
+    rows = csv.DictReader(ln for ln in (RESULTS / "load_loop.csv").read_text().splitlines()
+                          if not ln.startswith("#"))
+    return {r["schedule"]: float(r["ms"]) for r in rows}[name]
+
+
+@pytest.mark.parametrize("stages,ctas", [(2, 3), (4, 1)])
+def test_load_only_loop_times_held_in(stages, ctas):
+    """timeline_miss_port_factor was chosen on these loops' times (load_loop.csv, 1.98 GHz):
+    the timeline stays within 3% of them."""
+    got = timeline.run(preset("v2", stages=stages), N, N, N, "h200-sxm", ctas_per_sm=ctas, mmas=False)
+    assert got["span_ns"] / 1e6 == pytest.approx(_load_loop_ms(f"load loop 128x128x64 s{stages}"), rel=0.03)
+
+
+def test_bad_map_is_refused():
+    s = preset("v2")
+    with pytest.raises(ValueError, match="feed_by_sm"):
+        timeline.run(s, 1024, 1024, 1024, "h200-sxm", feed_by_sm=np.ones(131))
+    with pytest.raises(ValueError, match="permutation"):
+        timeline.run(s, 1024, 1024, 1024, "h200-sxm", dispatch_order=[0] * 132)
+
+
+def test_h100_profile_runs_on_the_transferred_map():
+    p = load_profile("h100-sxm")
+    assert p.l2_feed_by_sm == load_profile("h200-sxm").l2_feed_by_sm
+    flat = dataclasses.replace(p, l2_feed_by_sm=None, sm_dispatch_order=None)
+    assert timeline.run(preset("v1"), 2048, 2048, 1024, flat)["hbm_read_bytes"] > 0
+
+
+@pytest.mark.xfail(strict=True, reason="the timeline finds the ring's lost reuse but not its size: V2 s2 2.55 GB "
+                   "against 4.88 (run 22; 3.22-3.98 in runs 17-18), V2 s3 3.41 vs 6.65, V3 s3 3.41 vs 7.17, "
+                   "while the spread of the last wave's starts matches (V2 179 vs 165 us, V2 s3 127 vs 117), "
+                   "and the same LRU replays the measured timeline to 5.16 GB: the model's CTAs spread as far "
+                   "but not in the same pattern (its drift comes only from the per-SM feed map); "
+                   "experiments/timeline_bytes.py")
+def test_ring_lost_reuse_magnitude():
+    got = timeline.run(preset("v2"), N, N, N, "h200-sxm")
+    assert got["hbm_read_bytes"] / 1e9 == pytest.approx(4.884, rel=0.25)
+
+
+@pytest.mark.xfail(strict=True, reason="V5 s3 (two consumer warpgroups, wait_group(1)) reads 1.9x the per-wave "
+                   "bytes on the H200 (runs 18, 22) and its last wave spreads over 104 us; the timeline keeps it "
+                   "together (prefetch depth 2 at 2 CTAs/SM, like V3 s2, which does keep together)")
+def test_v5_s3_loses_reuse():
+    s = preset("v5", stages=3)
+    got = timeline.run(s, N, N, 4096, "h200-sxm")
+    assert got["hbm_read_bytes"] > 1.15 * _per_wave(s, 4096, got["ctas_per_sm"])
