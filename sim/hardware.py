@@ -186,6 +186,15 @@ class GpuProfile:
     # 34.6 MiB on the H200 (one reader: 43.6 MiB; a reverse second sweep keeps 29.9 MiB; the
     # device attribute says 60 MiB). None = l2_bytes.
     l2_lru_bytes: int | None = None
+    # Which of the L2's two partitions each SM reads through (0/1 per SM id), and what a
+    # far hit adds to a near one. [measured] sim/profiles/<gpu>.json from experiments/l2_sides.py
+    # (run 26): dependent loads of lines another SM brought in are all near for a reader on
+    # that SM's side and half far for one on the other side (66 + 66 SMs); near 162 ns, far
+    # 251 ns, a DRAM miss 362 ns, unloaded, at 1.98 GHz. None = one L2 (l2_lru_bytes). The
+    # built-in far-hit figure is the H200's; which SM ids sit on which side is per chip.
+    # Used only when asked (sim.timeline.run(partitions=True), l2cache.replay(sides=...)).
+    l2_side_by_sm: tuple | None = None
+    l2_far_hit_extra_ns: float = 89.4
     hbm_tbs: float = 3.35                    # [datasheet]
     hbm_efficiency: float = 0.85             # [assumed] achievable fraction of the datasheet bandwidth
     store_bytes_per_clk: float = 32.0        # [assumed] direct epilogue: fragment-layout st.global per SM
@@ -303,7 +312,7 @@ def load_profile(name: str, profiles_dir: Path | str | None = None) -> GpuProfil
     unknown = sorted(set(data) - known)
     if unknown:
         raise ValueError(f"{path}: unknown profile keys {unknown}")
-    for key in ("l2_feed_by_sm", "sm_dispatch_order"):  # JSON lists -> tuples (a frozen profile)
+    for key in ("l2_feed_by_sm", "sm_dispatch_order", "l2_side_by_sm"):  # JSON lists -> tuples (a frozen profile)
         if data.get(key) is not None:
             data[key] = tuple(data[key])
     if "wgmma_tail_clk" in data:

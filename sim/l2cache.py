@@ -58,8 +58,8 @@ class LruL2:
         while self.held > self.capacity:
             self.held -= self.lru.popitem(last=False)[1][1]
 
-    def read(self, tag, nbytes: int, t: float) -> tuple[float, int]:
-        """(when the block read at `t` is in L2, bytes that missed)."""
+    def read(self, tag, nbytes: int, t: float, side: int = 0) -> tuple[float, int]:
+        """(when the block read at `t` is in L2, bytes that missed); one L2, so `side` is moot."""
         entry = self.lru.get(tag)
         if entry is not None:
             self.lru.move_to_end(tag)
@@ -69,6 +69,59 @@ class LruL2:
         fill = max(t + self.miss_ns, self.hbm_free)
         self.insert(tag, nbytes, fill)
         return fill, nbytes
+
+
+class PartitionedL2:
+    """The L2 as two partitions of `capacity` / 2 bytes, each an LRU: half of every block's
+    lines are homed in each (by address); a reader on the other side keeps a copy in its own
+    partition. A read from side `side` of a block's half homed at `home`: a hit in its own
+    partition is near; otherwise, when the half is homed on the other side and still there,
+    a far hit (a copy is made near); otherwise a miss from HBM, filled into the home
+    partition and, for a reader on the other side, into its own as well. (Run 26,
+    experiments/l2_sides.py: lines another SM brought in are all near for a reader on that
+    SM's side and half far for one on the other side.)"""
+
+    def __init__(self, capacity: int, hit_ns: float = 0.0, far_ns: float = 0.0, miss_ns: float = 0.0,
+                 hbm_bytes_per_ns: float = math.inf):
+        self.parts = (LruL2(capacity // 2), LruL2(capacity // 2))
+        self.hit_ns, self.far_ns, self.miss_ns, self.hbm_bpns = hit_ns, far_ns, miss_ns, hbm_bytes_per_ns
+        self.miss_bytes = 0
+        self.far_bytes = 0
+        self.hbm_free = 0.0
+
+    def read(self, tag, nbytes: int, t: float, side: int) -> tuple[float, int]:
+        """(when the whole block read at `t` from an SM on `side` is in reach, bytes that missed)."""
+        ready, missed = t, 0
+        near = self.parts[side]
+        half = nbytes // 2
+        for home in (0, 1):
+            key = (tag, home)
+            entry = near.lru.get(key)
+            if entry is not None:
+                near.lru.move_to_end(key)
+                r = max(t + self.hit_ns, entry[0])
+            else:
+                owner = self.parts[home]
+                entry = owner.lru.get(key) if home != side else None
+                if entry is not None:
+                    owner.lru.move_to_end(key)
+                    r = max(t + self.far_ns, entry[0])
+                    self.far_bytes += half
+                else:
+                    missed += half
+                    self.hbm_free = max(self.hbm_free, t) + half / self.hbm_bpns
+                    r = max(t + self.miss_ns, self.hbm_free)
+                    if home != side:
+                        owner.insert(key, half, r)
+                near.insert(key, half, r)
+            ready = max(ready, r)
+        self.miss_bytes += missed
+        return ready, missed
+
+    def insert(self, tag, nbytes: int, fill: float) -> None:
+        """A written block (C): each half in its home partition."""
+        for home in (0, 1):
+            self.parts[home].insert((tag, home), nbytes // 2, fill)
 
 
 def lockstep_timeline(n_ctas: int, per_wave: int, cta_time: float, launch_gap: float = 0.0):
@@ -87,7 +140,7 @@ def probe_timeline(records):
 
 
 def replay(s: Schedule, m: int, n: int, k: int, starts, durations, l2_bytes: int,
-           slices_per_step: int = 1, write_c: bool = True) -> dict:
+           slices_per_step: int = 1, write_c: bool = True, sides=None) -> dict:
     """HBM read bytes of A and B when the CTAs (in launch order) run at `starts` for
     `durations` (any one time unit), each reading K slice j of its panels at
     start + (j + 0.5) / k_slices x duration, through an LRU L2 of `l2_bytes`.
@@ -133,14 +186,28 @@ def replay(s: Schedule, m: int, n: int, k: int, starts, durations, l2_bytes: int
     order = np.lexsort((kind, tt))
     kind, key, size = kind[order], np.concatenate(keys)[order], np.concatenate(sizes)[order]
 
-    cache = LruL2(l2_bytes)
     reads = 0
-    for kd, kk, nb, when in zip(kind.tolist(), key.tolist(), size.tolist(), tt[order].tolist()):
-        tag = kk * 3 + kd
-        if kd == _C:
-            cache.insert(tag, nb, when)
-        else:
-            cache.read(tag, nb, when)
-            reads += nb
+    if sides is None:
+        cache = LruL2(l2_bytes)
+        for kd, kk, nb, when in zip(kind.tolist(), key.tolist(), size.tolist(), tt[order].tolist()):
+            tag = kk * 3 + kd
+            if kd == _C:
+                cache.insert(tag, nb, when)
+            else:
+                cache.read(tag, nb, when)
+                reads += nb
+    else:  # the reading CTA's L2 side: A, B events are per (CTA, step), C per CTA
+        sides = np.asarray(sides)
+        cta = np.concatenate([np.repeat(np.arange(n_ctas), steps), np.repeat(np.arange(n_ctas), steps),
+                              np.arange(n_ctas)][:len(all_t)])[order]
+        cache = PartitionedL2(l2_bytes)
+        for kd, kk, nb, when, side in zip(kind.tolist(), key.tolist(), size.tolist(), tt[order].tolist(),
+                                          sides[cta].tolist()):
+            tag = kk * 3 + kd
+            if kd == _C:
+                cache.insert(tag, nb, when)
+            else:
+                cache.read(tag, nb, when, side)
+                reads += nb
     miss = cache.miss_bytes
     return {"hbm_read_bytes": int(miss), "l2_to_sm_bytes": int(reads), "l2_hit_rate": 1.0 - miss / reads}

@@ -39,7 +39,7 @@ from gemm.schedule import INPUT_BYTES, Schedule
 
 from .engines import grid, residency, tile_order
 from .hardware import GpuProfile, load_profile
-from .l2cache import LruL2
+from .l2cache import LruL2, PartitionedL2
 from .schedules import simulate_sm
 
 
@@ -82,7 +82,7 @@ class _AllHits:
     def __init__(self, hit_ns):
         self.hit_ns = hit_ns
 
-    def read(self, tag, nbytes, t):
+    def read(self, tag, nbytes, t, side=0):
         return t + self.hit_ns, 0
 
     def insert(self, tag, nbytes, fill):
@@ -93,7 +93,7 @@ _START, _ARRIVE, _STEP = 0, 1, 2
 
 
 def _simulate(placement, n_ctas, steps, depth, rows, cols, port_ns, busy_ns, tail_ns, cache,
-              block_bytes, miss_port_factor):
+              block_bytes, miss_port_factor, side_of_sm=None):
     """The event loop. `placement`: the SM of each of the first CTAs, in launch order (the
     first wave); later CTAs take the slot that frees first. Each SM's L2 -> SM port is one
     FIFO server (`port_ns[sm]` per K step, missed bytes x (1 + miss_port_factor)); the rest
@@ -102,6 +102,7 @@ def _simulate(placement, n_ctas, steps, depth, rows, cols, port_ns, busy_ns, tai
     CTA (numpy arrays; plain lists inside the loop, which runs once per event)."""
     a_bytes, b_bytes, c_bytes = block_bytes
     step_bytes = a_bytes + b_bytes
+    side_of_sm = list(side_of_sm) if side_of_sm is not None else [0] * (max(placement) + 1)
     rows, cols = [int(r) for r in rows], [int(c) for c in cols]
     port_ns, busy_ns = [float(x) for x in port_ns], [float(x) for x in busy_ns]
     sm_of = [-1] * n_ctas
@@ -120,8 +121,9 @@ def _simulate(placement, n_ctas, steps, depth, rows, cols, port_ns, busy_ns, tai
         # the step's A and B blocks are looked up now; its data reaches the SM's port when
         # the later of the two is in L2 (event payload: step, fraction of its bytes missed)
         nonlocal seq
-        ra, ma = read((0, rows[cta], j), a_bytes, t)
-        rb, mb = read((1, cols[cta], j), b_bytes, t)
+        side = side_of_sm[sm_of[cta]]
+        ra, ma = read((0, rows[cta], j), a_bytes, t, side)
+        rb, mb = read((1, cols[cta], j), b_bytes, t, side)
         ready[cta][j % depth] = -1.0
         push(heap, (ra if ra > rb else rb, seq, _ARRIVE, cta, j, (ma + mb) / step_bytes))
         seq += 1
@@ -194,7 +196,7 @@ def _busy_for_period(period, ctas, depth, port, lat, steps=64):
 def run(s: Schedule, m: int, n: int, k: int, gpu: str | GpuProfile = "h200-sxm",
         ctas_per_sm: int | None = None, feed_by_sm=None, dispatch_order=None,
         l2_bytes: int | None = None, miss_port_factor: float | None = None,
-        mmas: bool = True) -> dict:
+        mmas: bool = True, partitions: bool | None = None) -> dict:
     """Simulate the grid; returns the HBM read bytes of A and B, the kernel's span (ns,
     first start to last end) and every CTA's start, end (ns) and SM, in launch order.
 
@@ -229,11 +231,20 @@ def run(s: Schedule, m: int, n: int, k: int, gpu: str | GpuProfile = "h200-sxm",
     busy = np.array([busy_at[f] for f in f_of_sm])
     # CTA start-up and the direct epilogue (the C tile stored at the SM's store rate)
     tail_ns = (prof.cta_launch_clk + c_bytes / prof.store_bytes_per_clk) / prof.clock_ghz
-    cache = LruL2(l2_bytes or prof.l2_lru_bytes or prof.l2_bytes, prof.tma_latency_ns, prof.hbm_latency_ns,
-                  prof.hbm_tbs * 1e3 * prof.hbm_efficiency)
+    hbm_bpns = prof.hbm_tbs * 1e3 * prof.hbm_efficiency
+    if partitions is None:
+        partitions = False
+    if partitions:  # two partitions of the physical L2, the measured side of every SM
+        cache = PartitionedL2(l2_bytes or prof.l2_bytes, prof.tma_latency_ns,
+                              prof.tma_latency_ns + prof.l2_far_hit_extra_ns, prof.hbm_latency_ns, hbm_bpns)
+        side_of_sm = prof.l2_side_by_sm
+    else:
+        cache = LruL2(l2_bytes or prof.l2_lru_bytes or prof.l2_bytes, prof.tma_latency_ns, prof.hbm_latency_ns,
+                      hbm_bpns)
+        side_of_sm = None
     placement = [sm for _ in range(c) for sm in order]
     start, end, sm_of = _simulate(placement, tm * tn, steps, depth, rows, cols, port, busy, tail_ns,
-                                  cache, (a_bytes, b_bytes, c_bytes), mpf)
+                                  cache, (a_bytes, b_bytes, c_bytes), mpf, side_of_sm)
     return {"hbm_read_bytes": int(cache.miss_bytes), "span_ns": float(end.max()), "starts_ns": start,
             "ends_ns": end, "sm": sm_of, "ctas_per_sm": c, "prefetch_depth": depth,
             "period_ns": period, "busy_ns": busy, "port_ns": port}

@@ -122,3 +122,12 @@ def test_v5_s3_loses_reuse():
     s = preset("v5", stages=3)
     got = timeline.run(s, N, N, 4096, "h200-sxm")
     assert got["hbm_read_bytes"] > 1.15 * _per_wave(s, 4096, got["ctas_per_sm"])
+
+
+def test_partitioned_l2_option():
+    """partitions=True: the physical L2 as two partitions with the measured SM sides (run 26);
+    on a grid whose operands fit it reads them once, like the single LRU."""
+    s = preset("v2")
+    one = timeline.run(s, 4096, 4096, 1024, "h200-sxm")
+    two = timeline.run(s, 4096, 4096, 1024, "h200-sxm", partitions=True)
+    assert two["hbm_read_bytes"] == one["hbm_read_bytes"] == 2 * 4096 * 1024 * 2
