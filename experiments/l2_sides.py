@@ -60,6 +60,42 @@ extern "C" __global__ void walk(const unsigned* __restrict__ next, int lines, in
 """
 
 
+STREAM_KIB = 192  # per SM region of the bandwidth mode
+STREAM_SOURCE = r"""
+extern "C" __global__ void stream(const uint4* __restrict__ buf, int region_u4, int shift,
+                                  unsigned* smid_out, unsigned long long* span, unsigned* sink) {
+    // every thread of one block per SM streams its share of one region, four 16-B loads in
+    // flight per thread per round; the block's time from the first load to the last value
+    const uint4* base = buf + (size_t)((blockIdx.x + shift) % gridDim.x) * region_u4;
+    unsigned acc = 0;
+    __syncthreads();
+    long long c0 = clock64();
+    unsigned long long g0, g1;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g0));
+    for (int i = threadIdx.x; i < region_u4; i += 4 * blockDim.x) {
+        uint4 v[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            int j = i + u * blockDim.x;
+            v[u] = j < region_u4 ? __ldcg(base + j) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int u = 0; u < 4; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+    }
+    if (acc == 0x9e3779b9u) sink[0] = acc;  // the loads must land before the barrier
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g1));
+        unsigned sm;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+        smid_out[blockIdx.x] = sm;
+        span[2 * blockIdx.x] = g1 - g0;
+        span[2 * blockIdx.x + 1] = (unsigned long long)(clock64() - c0);
+    }
+}
+"""
+
+
 def chains(regions: int, rng) -> np.ndarray:
     """Word 0 of each line: the index of the next line of a random cycle through the region."""
     buf = np.zeros((regions, LINES, WORDS_PER_LINE), np.uint32)
@@ -100,6 +136,67 @@ def run(dump: Path, repeats: int = 3) -> None:
                         **{f"{k} sm": v[1] for k, v in out.items()},
                         **{f"{k} span": v[2] for k, v in out.items()}, sms=sms)
     print(f"wrote {dump}: {len(out)} walks of {sms} blocks x {LINES} lines")
+
+
+def run_bandwidth(dump: Path, repeats: int = 3) -> None:
+    """All SMs stream at once (one block of 1024 threads each): own region from DRAM
+    ("dram"), own region again ("own"), a region another SM brought in ("other", shift d)."""
+    import cupy
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    kernel = cupy.RawKernel(STREAM_SOURCE, "stream")
+    smem = 120 * 1024  # one block per SM
+    kernel.max_dynamic_shared_size_bytes = smem
+    region_u4 = STREAM_KIB * 1024 // 16
+    buf = cupy.random.default_rng(5).integers(0, 2**32, size=sms * region_u4 * 4, dtype=cupy.uint32)
+    flush = cupy.random.default_rng(3).integers(0, 2**32, size=512 << 18, dtype=cupy.uint32)
+    sink = cupy.zeros(1, cupy.uint32)
+    out = {}
+
+    def stream(shift):
+        smid = cupy.zeros(sms, cupy.uint32)
+        span = cupy.zeros(2 * sms, cupy.uint64)
+        kernel((sms,), (1024,), (buf, np.int32(region_u4), np.int32(shift), smid, span, sink), shared_mem=smem)
+        return smid.get(), span.get().reshape(sms, 2)
+
+    for rep in range(repeats):
+        for shift in SHIFTS:
+            flush.sum()
+            out[f"r{rep} s{shift} dram"] = stream(0)
+            out[f"r{rep} s{shift} other"] = stream(shift)
+            flush.sum()
+            stream(0)
+            out[f"r{rep} s{shift} own"] = stream(0)
+    np.savez_compressed(dump, **{f"{k} sm": v[0] for k, v in out.items()},
+                        **{f"{k} span": v[1] for k, v in out.items()}, sms=sms, kib=STREAM_KIB)
+    print(f"wrote {dump}: {len(out)} streams of {sms} blocks x {STREAM_KIB} KiB")
+
+
+def summarize_bandwidth(dump: Path, side_by_sm) -> dict:
+    """Median per-SM stream time (ns) by case; 'other' split by whether the SM that brought
+    the region in sits on the reader's side (all near) or not (half the bytes far)."""
+    z = np.load(dump)
+    sms, kib = int(z["sms"]), int(z["kib"])
+    side = np.asarray(side_by_sm)
+    times = {"dram": [], "own": [], "other, same side": [], "other, far side": []}
+    for k in z.files:
+        if not k.endswith(" span"):
+            continue
+        pre, case = k[:-5].rsplit(" ", 1)
+        ns = z[k][:, 0].astype(float)
+        if case in ("dram", "own"):
+            times[case] += ns.tolist()
+            continue
+        shift = int(pre.split(" s")[1])
+        src = z[f"{pre} dram sm"]  # block b's SM brought region b in
+        rd = z[f"{pre} other sm"]
+        for b in range(sms):
+            same = side[rd[b]] == side[src[(b + shift) % sms]]
+            times["other, same side" if same else "other, far side"].append(ns[b])
+    med = {c: float(np.median(v)) for c, v in times.items() if v}
+    near = med["other, same side"]
+    return {"ns": med, "bytes_per_ns_near": kib * 1024 / near,
+            "far_byte_extra": 2 * (med["other, far side"] / near - 1),  # half the bytes are far
+            "miss_byte_extra": med["dram"] / near - 1, "kib": kib}
 
 
 def _two_means(x: np.ndarray) -> float:
@@ -155,11 +252,22 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dump", type=Path, help="run on the GPU and write the walks here (.npz)")
     ap.add_argument("--summarize", type=Path, help="read a dump and print near/far/miss costs and the sides")
+    ap.add_argument("--bandwidth", type=Path, metavar="FILE.npz",
+                    help="run the streaming mode on the GPU (with --dump) or summarize it (without)")
     ap.add_argument("--write", action="store_true", help="with --summarize: write the sides and the far-hit "
                                                          "cost into sim/profiles/h200-sxm.json and l2_sides.csv")
     args = ap.parse_args(argv)
     if args.dump:
         run(args.dump)
+        if args.bandwidth:
+            run_bandwidth(args.bandwidth)
+    if args.bandwidth and args.bandwidth.exists():
+        from sim.hardware import load_profile
+        bw = summarize_bandwidth(args.bandwidth, load_profile("h200-sxm").l2_side_by_sm)
+        print(f"streams of {bw['kib']} KiB per SM, all SMs at once, median ns: "
+              + ", ".join(f"{c} {v:.0f}" for c, v in bw["ns"].items())
+              + f"; near {bw['bytes_per_ns_near']:.0f} B/ns per SM; a far byte costs "
+                f"{bw['far_byte_extra']:+.2f}, a DRAM byte {bw['miss_byte_extra']:+.2f} x a near byte's time extra")
     if args.summarize:
         res = summarize(args.summarize)
         ghz = res["ghz"]
