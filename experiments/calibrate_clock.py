@@ -112,23 +112,15 @@ PREFETCH_SCHEDULES = {
 
 def probe_clock(schedule, sets, runs=5, mma_loop_only=False, load_loop_only=False, prefetch_limit=None):
     """(median GHz over CTAs of all runs, per-run medians, event-timed ms, CTAs per SM)."""
-    import cupy
     import torch
     from gemm.kernels import KernelConfig
-    from gemm.kernels.tiles import PROBE_WORDS
-    from gemm.launch import launch_gemm, load_kernel
+
+    from .probe import probed_launcher
     m, k = sets[0][0].shape
     n = sets[0][1].shape[1]
-    loaded = load_kernel(KernelConfig(schedule, "float16", "k", "k", clock_probe=True,
-                                      mma_loop_only=mma_loop_only, load_loop_only=load_loop_only,
-                                      prefetch_limit=prefetch_limit))
-    ctas = loaded.config.grid(m, n)[0] * loaded.config.grid(m, n)[1]
-    probe = cupy.zeros((ctas, PROBE_WORDS), dtype=cupy.uint64)
-    out = torch.empty((m, n), dtype=torch.float16, device="cuda")
-
-    def run(a, b):  # b is a [K, N] view of a [N, K] buffer: K-major
-        launch_gemm(loaded, a.data_ptr(), a.stride(0), b.data_ptr(), b.stride(1), out.data_ptr(), n,
-                    m, n, k, torch.cuda.current_stream().cuda_stream, probe.data.ptr)
+    run, probe, loaded = probed_launcher(KernelConfig(schedule, "float16", "k", "k", clock_probe=True,
+                                                      mma_loop_only=mma_loop_only, load_loop_only=load_loop_only,
+                                                      prefetch_limit=prefetch_limit), m, n, k)
 
     # timed alone, after a warm-up long enough for the power controller to settle:
     # the sustained speed of this kernel at the clock it earns itself

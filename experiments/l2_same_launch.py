@@ -41,11 +41,9 @@ def main(argv=None):
     ap.add_argument("--dump", type=Path, required=True, help="where to write the per-CTA stamps (.npz)")
     ap.add_argument("--warmup", type=int, default=20)
     args = ap.parse_args(argv)
-    import cupy
     import torch
-    from gemm.kernels.tiles import PROBE_WORDS
-    from gemm.launch import launch_gemm, load_kernel
 
+    from .probe import probed_launcher
     from .reference import random_operands
     stamps = {}
     operands = {}
@@ -55,20 +53,12 @@ def main(argv=None):
             a, b = random_operands(m, n, k, "float16", seed=1)
             operands[k] = (a, b.t().contiguous().t())
         a, b = operands[k]
-        loaded = load_kernel(config)
-        ctas = loaded.config.grid(m, n)[0]  # a 1-D grid
-        probe = cupy.zeros((ctas, PROBE_WORDS), dtype=cupy.uint64)
-        out = torch.empty((m, n), dtype=torch.float16, device="cuda")
-        stream = torch.cuda.current_stream().cuda_stream
-
-        def run():
-            launch_gemm(loaded, a.data_ptr(), a.stride(0), b.data_ptr(), b.stride(1), out.data_ptr(), n,
-                        m, n, k, stream, probe.data.ptr)
+        run, probe, _ = probed_launcher(config, m, n, k)
         for _ in range(args.warmup):
-            run()
+            run(a, b)
         torch.cuda.synchronize()
         torch.cuda.nvtx.range_push("measured")
-        run()
+        run(a, b)
         torch.cuda.nvtx.range_pop()
         torch.cuda.synchronize()
         stamps[name] = probe.get()
