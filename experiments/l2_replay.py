@@ -6,9 +6,9 @@ K slices every CTA reads, and the C tiles it writes) and sets the HBM read bytes
 counts beside Nsight Compute's dram__bytes_read (experiments/results/<gpu>/hbm_bytes.csv):
 
   same launch  every CTA's start and end as the clock probe recorded them on the H200 in
-            the very launch Nsight Compute measured (run 22, logs/run22: probes.npz and
-            ncu.csv from `bash experiments/device_same_launch.sh`); progress taken as
-            uniform over each CTA's K loop.
+            the very launch Nsight Compute measured (runs 22 and 28, logs/run22, logs/run28:
+            probes.npz and ncu.csv from `bash experiments/device_same_launch.sh`); progress
+            taken as uniform over each CTA's K loop.
   other launch  the same for run 18's stamps (`calibrate_clock --dump`), set beside that
             run's Nsight Compute bytes of another launch of the kernel (ncu at base clocks).
   lockstep  full waves that start together (sim.l2cache.lockstep_timeline): what the
@@ -73,11 +73,14 @@ def stamped_row(timeline, kernel, s, k, rec, ncu_gb, gpu) -> dict:
 
 
 def same_launch_rows(gpu, results):
-    logs = results / gpu / "logs" / "run22"
-    probes = np.load(logs / "probes.npz")
-    return [stamped_row("same launch (run 22)", name, SCHEDULES[key], k, probes[name],
-                        round(m["dram__bytes_read.sum"] / 1e9, 3), gpu)
-            for (name, key, k), m in zip(SAME_LAUNCH, read_ncu(logs / "ncu.csv"))]
+    rows = []
+    for run in ("run22", "run28"):  # the same script twice (run 28 after the launcher's refactor)
+        logs = results / gpu / "logs" / run
+        probes = np.load(logs / "probes.npz")
+        rows += [stamped_row(f"same launch (run {run[3:]})", name, SCHEDULES[key], k, probes[name],
+                             round(m["dram__bytes_read.sum"] / 1e9, 3), gpu)
+                 for (name, key, k), m in zip(SAME_LAUNCH, read_ncu(logs / "ncu.csv"))]
+    return rows
 
 
 def other_launch_rows(gpu, results):
