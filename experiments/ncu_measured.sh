@@ -10,3 +10,4 @@ timeout "$limit" /usr/local/cuda/bin/ncu --nvtx --nvtx-include "measured/" --met
 echo "ncu rc=$?"
 tail -3 "$OUT/ncu.err"
 grep -v '^"' "$OUT/ncu.csv" | tail -4
+grep -c "pass" "$OUT/ncu.csv" || true

@@ -86,7 +86,8 @@ class PartitionedL2:
         self.parts = (LruL2(capacity // 2), LruL2(capacity // 2))
         self.hit_ns, self.far_ns, self.miss_ns, self.hbm_bpns = hit_ns, far_ns, miss_ns, hbm_bytes_per_ns
         self.miss_bytes = 0
-        self.far_bytes = 0
+        self.far_bytes = 0      # far hits
+        self.fabric_bytes = 0   # reads forwarded to the other partition: far hits and far-homed misses
         self.hbm_free = 0.0
 
     def read(self, tag, nbytes: int, t: float, side: int) -> tuple[float, int]:
@@ -103,6 +104,8 @@ class PartitionedL2:
             else:
                 owner = self.parts[home]
                 entry = owner.lru.get(key) if home != side else None
+                if home != side:
+                    self.fabric_bytes += half
                 if entry is not None:
                     owner.lru.move_to_end(key)
                     r = max(t + self.far_ns, entry[0])
@@ -210,4 +213,7 @@ def replay(s: Schedule, m: int, n: int, k: int, starts, durations, l2_bytes: int
                 cache.read(tag, nb, when, side)
                 reads += nb
     miss = cache.miss_bytes
-    return {"hbm_read_bytes": int(miss), "l2_to_sm_bytes": int(reads), "l2_hit_rate": 1.0 - miss / reads}
+    out = {"hbm_read_bytes": int(miss), "l2_to_sm_bytes": int(reads), "l2_hit_rate": 1.0 - miss / reads}
+    if sides is not None:
+        out.update(far_hit_bytes=int(cache.far_bytes), fabric_read_bytes=int(cache.fabric_bytes))
+    return out
