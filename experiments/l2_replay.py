@@ -6,9 +6,11 @@ K slices every CTA reads, and the C tiles it writes) and sets the HBM read bytes
 counts beside Nsight Compute's dram__bytes_read (experiments/results/<gpu>/hbm_bytes.csv):
 
   same launch  every CTA's start and end as the clock probe recorded them on the H200 in
-            the very launch Nsight Compute measured (runs 22 and 28, logs/run22, logs/run28:
-            probes.npz and ncu.csv from `bash experiments/device_same_launch.sh`); progress
-            taken as uniform over each CTA's K loop.
+            the very launch Nsight Compute measured (run 29, logs/run29: probes.npz and ncu.csv
+            from `bash experiments/device_same_launch.sh`, one replay pass); progress taken as
+            uniform over each CTA's K loop. Runs 22 and 28 did the same with a metric set
+            that took 3 replay passes: their stamps are the last pass's, their bytes perhaps
+            another's (experiments/NOTES.md item 31), listed as "3-pass launch".
   other launch  the same for run 18's stamps (`calibrate_clock --dump`), set beside that
             run's Nsight Compute bytes of another launch of the kernel (ncu at base clocks).
   lockstep  full waves that start together (sim.l2cache.lockstep_timeline): what the
@@ -74,10 +76,13 @@ def stamped_row(timeline, kernel, s, k, rec, ncu_gb, gpu) -> dict:
 
 def same_launch_rows(gpu, results):
     rows = []
-    for run in ("run22", "run28"):  # the same script twice (run 28 after the launcher's refactor)
+    # runs 22 and 28 measured with 3 replay passes (the stamps are the last pass's, the bytes
+    # maybe another's); run 29 with one pass: stamps and bytes of one and the same run
+    for run, label in (("run29", "same launch (run 29)"), ("run22", "3-pass launch (run 22)"),
+                       ("run28", "3-pass launch (run 28)")):
         logs = results / gpu / "logs" / run
         probes = np.load(logs / "probes.npz")
-        rows += [stamped_row(f"same launch (run {run[3:]})", name, SCHEDULES[key], k, probes[name],
+        rows += [stamped_row(label, name, SCHEDULES[key], k, probes[name],
                              round(m["dram__bytes_read.sum"] / 1e9, 3), gpu)
                  for (name, key, k), m in zip(SAME_LAUNCH, read_ncu(logs / "ncu.csv"))]
     return rows
@@ -134,12 +139,12 @@ def main(argv=None):
         w.writeheader()
         w.writerows(rows)
     caps = [f"LRU {c}MB" for c in CAPACITIES_MB]
-    print(f"{'timeline':22s} {'kernel':16s} {'K':>5s} {'ncu GB':>7s} {'per-wave':>8s} " +
+    print(f"{'timeline':24s} {'kernel':16s} {'K':>5s} {'ncu GB':>7s} {'per-wave':>8s} " +
           " ".join(f"{c:>9s}" for c in caps) + "  start spread by wave (us) | late-start slope")
     for r in rows:
         tail = (f"  {r['spread_by_wave_us']} | {r['late_start_slope_median']:+.2f}"
                 if "spread_by_wave_us" in r else "")
-        print(f"{r['timeline']:22s} {r['kernel']:16s} {r['k']:5d} {r['ncu_gb']:7.3f} {r['per_wave_gb']:8.3f} " +
+        print(f"{r['timeline']:24s} {r['kernel']:16s} {r['k']:5d} {r['ncu_gb']:7.3f} {r['per_wave_gb']:8.3f} " +
               " ".join(f"{r[f'replay_{c}mb_gb']:9.3f}" for c in CAPACITIES_MB) + tail)
     print(f"wrote {out}")
 

@@ -11,12 +11,12 @@ stamps (run 23), timeline_miss_port_factor from the four 128x128x64 load-only lo
 Rows (8192 x 8192 x K fp16, experiments/results/h200-sxm):
   load loop   the WGMMA-free loops: DRAM bytes (hbm_bytes.csv, run 19) and time
               (load_loop*.csv: 20 warm-up runs, median of 30, at 1.97-1.98 GHz);
-  same launch the GEMMs whose DRAM bytes and per-CTA stamps come from one launch (run 22):
+  same launch the GEMMs whose DRAM bytes and per-CTA stamps come from one launch (run 29):
               the span from first start to last end, and the spread of the last wave's
               start times (5-95%), measured and simulated;
   ncu only    the other kernels Nsight Compute measured (runs 17, 18, 20), bytes only.
-The GEMMs run at a lower clock than the profile's 1.30 GHz only where power caps them
-(clock.csv), so spans are a side view; bytes are the test.
+The GEMMs ran at 1.3-1.4 GHz under the profiler, the model at the profile's 1.30 GHz, so
+spans are a side view; bytes are the test.
 Writes experiments/results/h200-sxm/timeline_bytes.csv.
 """
 from __future__ import annotations
@@ -76,11 +76,11 @@ def load_loop_jobs(ncu) -> list[dict]:
 
 def gemm_jobs(ncu) -> list[dict]:
     jobs = []
-    logs = RESULTS / "logs" / "run22"
+    logs = RESULTS / "logs" / "run29"  # one profiler pass: stamps and bytes of the same run
     probes = np.load(logs / "probes.npz")
     for (name, key, k), m in zip(SAME_LAUNCH, read_ncu(logs / "ncu.csv")):
         starts, durations = probe_timeline(probes[name])
-        jobs.append({"group": "same launch (run 22)", "kernel": name, "schedule": SCHEDULES[key], "k": k,
+        jobs.append({"group": "same launch (run 29)", "kernel": name, "schedule": SCHEDULES[key], "k": k,
                      "ncu_gb": m["dram__bytes_read.sum"] / 1e9,
                      "measured_us": float((starts + durations).max()),
                      "measured_last_wave_spread_us": _last_wave_spread(starts, SCHEDULES[key]),

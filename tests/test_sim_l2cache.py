@@ -67,14 +67,16 @@ def test_bad_timelines_are_refused():
         replay(s, N, N, N, np.zeros(4096), np.ones(4096), 50 * MB, slices_per_step=0)
 
 
-# ---- against the H200: every CTA's stamps and the DRAM bytes of one launch (run 22) ----
+# ---- against the H200: every CTA's stamps and the DRAM bytes of one launch (run 29) ----
 def _same_launch():
-    """(name, schedule, K, stamps, Nsight Compute DRAM bytes) per kernel of run 22."""
+    """(name, schedule, K, stamps, Nsight Compute DRAM bytes) per kernel of run 29 (one
+    profiler pass: runs 22 and 28 took three, so their stamps and bytes may be of different
+    passes; experiments/NOTES.md item 31)."""
     from pathlib import Path
     from experiments.hbm_bytes import SCHEDULES
     from experiments.hbm_compare import read_ncu
     from experiments.l2_same_launch import KERNELS
-    logs = Path(__file__).resolve().parents[1] / "experiments" / "results" / "h200-sxm" / "logs" / "run22"
+    logs = Path(__file__).resolve().parents[1] / "experiments" / "results" / "h200-sxm" / "logs" / "run29"
     probes = np.load(logs / "probes.npz")
     return [(name, SCHEDULES[key], k, probes[name], m["dram__bytes_read.sum"])
             for (name, key, k), m in zip(KERNELS, read_ncu(logs / "ncu.csv"))]
@@ -99,20 +101,18 @@ def same_launch():
 def test_replay_of_the_measured_timeline_finds_every_lost_reuse(same_launch):
     """The CTAs' real spread in time, through an LRU of the capacity the L2 sweep measured
     (l2_lru_bytes, 34.6 MiB): no lost reuse where Nsight Compute sees none (1.00x the per-wave
-    figure; the replay within 7% of its bytes: V1 +1%, V3 s2 0%, 64x256 column +6%), and
-    lost reuse wherever it sees some (1.8-4.8x): run 22, one launch measured both ways."""
+    figure; the replay within 7% of its bytes), and lost reuse (over 5% above the per-wave
+    figure) wherever it sees some (1.1-3.7x in run 29)."""
     for name, measured, per_wave, replayed in same_launch:
         if measured < 1.05 * per_wave:
             assert replayed == pytest.approx(measured, rel=0.07), name
         else:
-            assert replayed > 1.3 * per_wave, name
+            assert replayed > 1.05 * per_wave, name
 
 
-@pytest.mark.xfail(strict=True, reason="at the measured 34.6 MiB the replay gives 8 of 11 kernels within 6% (V2 +6%, "
-                   "V2-local +3%, 64x256 row -2%, V2 / V3 s3 at K = 4096 +6% / -6%) but V2 s3 -20%, V3 s3 -24% "
-                   "and V5 s3 +35% (run 22): progress inside a CTA is taken as uniform and the L2 as one LRU "
-                   "(the sweep of run 24 shows a soft, not a step-shaped, capacity)")
 def test_replay_of_the_measured_timeline_gives_the_dram_bytes(same_launch):
+    """Run 29, one profiler pass: within 3% for 10 of the 11 kernels, V2-local +9%. (Runs 22
+    and 28, whose bytes and stamps may be of different passes, scattered by -24..+48%.)"""
     for name, measured, per_wave, replayed in same_launch:
         assert replayed == pytest.approx(measured, rel=0.15), name
 

@@ -370,10 +370,10 @@ def test_hbm_bytes_match_nsight_compute_where_sharers_keep_together():
                    "from DRAM (Nsight Compute, runs 17-18), 2.0-2.4x the model's 1.63 (as the seed's profile, DRAM "
                    "25% -> 68%); likewise V2/V3/V5 at 3 stages (1.4-1.9x) and 64x256 in row order (4.8x). The loss "
                    "grows with K (V2 0.97/1.75/2.45x at K = 2048/4096/8192, run 20): the sharers drift apart. "
-                   "Given the CTAs' measured timeline, an LRU replay (sim/l2cache.py) gives V2 5.16 GB against "
-                   "4.88 measured in the same launch (run 22, tests/test_sim_l2cache.py). predict keeps the "
+                   "Given the CTAs' measured timeline, an LRU replay (sim/l2cache.py) gives V2 6.27 GB against "
+                   "6.10 measured in the same launch (run 29, tests/test_sim_l2cache.py). predict keeps the "
                    "per-wave estimate; the GPU-wide timeline (sim/timeline.py, --grid-timeline) spreads the "
-                   "CTAs from the measured per-SM feed map and gives 2.55 GB: the loss, about half its size")
+                   "CTAs from the measured per-SM feed map and gives 2.55 GB: the loss, less than half its size")
 def test_hbm_bytes_of_the_ring_match_nsight_compute():
     model = sim.predict(preset("v2"), N, N, N, gpu="h200-sxm").bytes["hbm_read_bytes"] / 1e9
     for gb in _measured_gb("v2"):
