@@ -37,11 +37,10 @@ import numpy as np
 
 from gemm.schedule import INPUT_BYTES, Schedule
 
-from .engines import grid, residency, tile_order
+from .engines import grid, memory_traffic, residency, tile_order
 from .hardware import GpuProfile, load_profile
 from .l2cache import LruL2, PartitionedL2
 from .schedules import simulate_sm
-
 
 
 def prefetch_depth(s: Schedule) -> int:
@@ -196,14 +195,16 @@ def _busy_for_period(period, ctas, depth, port, lat, steps=64):
 def run(s: Schedule, m: int, n: int, k: int, gpu: str | GpuProfile = "h200-sxm",
         ctas_per_sm: int | None = None, feed_by_sm=None, dispatch_order=None,
         l2_bytes: int | None = None, miss_port_factor: float | None = None,
-        mmas: bool = True, partitions: bool | None = None) -> dict:
+        mmas: bool = True, partitions: bool = False) -> dict:
     """Simulate the grid; returns the HBM read bytes of A and B, the kernel's span (ns,
     first start to last end) and every CTA's start, end (ns) and SM, in launch order.
 
     Defaults come from the profile: `feed_by_sm` (l2_feed_by_sm; None = every SM alike),
     `dispatch_order` (sm_dispatch_order: the SMs the first CTAs go to, in launch order),
-    `l2_bytes` (l2_lru_bytes, else l2_bytes), `miss_port_factor` (timeline_miss_port_factor). `ctas_per_sm` overrides the
-    occupancy (the microbenchmark kernels); `mmas=False` is the load-only loop."""
+    `l2_bytes` (l2_lru_bytes, else l2_bytes), `miss_port_factor` (timeline_miss_port_factor).
+    `ctas_per_sm` overrides the occupancy (the microbenchmark kernels); `mmas=False` is the
+    load-only loop; `partitions=True` models the physical L2 as its two partitions
+    (l2cache.PartitionedL2, the profile's l2_side_by_sm) instead of one LRU of l2_lru_bytes."""
     prof = load_profile(gpu) if isinstance(gpu, str) else gpu
     c = ctas_per_sm or residency(s, prof)["ctas_per_sm"]
     n_sm = prof.sm_count
@@ -232,9 +233,10 @@ def run(s: Schedule, m: int, n: int, k: int, gpu: str | GpuProfile = "h200-sxm",
     # CTA start-up and the direct epilogue (the C tile stored at the SM's store rate)
     tail_ns = (prof.cta_launch_clk + c_bytes / prof.store_bytes_per_clk) / prof.clock_ghz
     hbm_bpns = prof.hbm_tbs * 1e3 * prof.hbm_efficiency
-    if partitions is None:
-        partitions = False
     if partitions:  # two partitions of the physical L2, the measured side of every SM
+        if prof.l2_side_by_sm is None:
+            raise ValueError(f"partitions=True needs the profile's l2_side_by_sm ({prof.name} has none; "
+                             "python -m experiments.l2_sides measures it)")
         cache = PartitionedL2(l2_bytes or prof.l2_bytes, prof.tma_latency_ns,
                               prof.tma_latency_ns + prof.l2_far_hit_extra_ns, prof.hbm_latency_ns, hbm_bpns)
         side_of_sm = prof.l2_side_by_sm
@@ -253,8 +255,6 @@ def run(s: Schedule, m: int, n: int, k: int, gpu: str | GpuProfile = "h200-sxm",
 def summary(s: Schedule, m: int, n: int, k: int, gpu: str | GpuProfile = "h200-sxm") -> dict:
     """`run` reduced to what a report shows: the HBM read bytes against the per-wave
     estimate, the span as a throughput, how far the last full wave's starts spread."""
-    from .engines import memory_traffic
-
     prof = load_profile(gpu) if isinstance(gpu, str) else gpu
     r = run(s, m, n, k, prof)
     per_wave = prof.sm_count * r["ctas_per_sm"]

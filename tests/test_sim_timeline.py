@@ -131,3 +131,8 @@ def test_partitioned_l2_option():
     one = timeline.run(s, 4096, 4096, 1024, "h200-sxm")
     two = timeline.run(s, 4096, 4096, 1024, "h200-sxm", partitions=True)
     assert two["hbm_read_bytes"] == one["hbm_read_bytes"] == 2 * 4096 * 1024 * 2
+
+
+def test_partitions_need_the_measured_sides():
+    with pytest.raises(ValueError, match="l2_side_by_sm"):
+        timeline.run(preset("v2"), 1024, 1024, 1024, "h100-sxm", partitions=True)
