@@ -168,8 +168,10 @@ class GpuProfile:
     # makes (l2_miss_port_factor above was fitted on the per-wave estimate, which run 19
     # found 2.7-3.7x below the load loops' real misses). [measured] 0.5: the value in
     # 0.3..0.8 (steps of 0.1) whose largest error on the four 128x128x64 load-only loops
-    # (load_loop.csv: s1..s4 at 6/3/2/1 CTAs/SM, 1.785/1.877/1.989/2.065 ms) is smallest:
-    # +1.7/+2.0/-2.0/-1.2% (0.4: max 5.6%, 0.6: max 5.4%). Only those loops' times are used.
+    # (load_loop.csv: s1..s4 at 6/3/2/1 CTAs/SM, 1.785/1.877/1.989/2.065 ms) is smallest, with
+    # the LRU of l2_lru_bytes: +1.9/+2.0/-1.3/-0.7% (0.4: max 5.7%, 0.6: max 7.1%; the same
+    # choice with 50 MB). Only those loops' times are used
+    # (`python -m experiments.timeline_bytes --calibrate`).
     timeline_miss_port_factor: float = 0.5
     # Relative time one SM's L2 -> SM feed takes for the same bytes, per SM id (mean 1): the
     # L2 feed is not the same on every SM. [measured] sim/profiles/<gpu>.json, written by
