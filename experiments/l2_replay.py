@@ -34,7 +34,7 @@ from experiments.hbm_compare import read_ncu
 from experiments.l2_same_launch import KERNELS as SAME_LAUNCH
 from sim.engines import grid, memory_traffic, residency
 from sim.hardware import load_profile
-from sim.l2cache import lockstep_timeline, probe_timeline, replay
+from sim.l2cache import lockstep_timeline, probe_timeline, replay, wave_start_spreads
 
 RESULTS = Path(__file__).with_name("results")
 # the clock probe's kernel names (calibrate_clock) -> the Nsight Compute rows (hbm_bytes)
@@ -47,14 +47,14 @@ CAPACITIES_MB = (25, round(load_profile("h200-sxm").l2_lru_bytes / MB, 1), 50)
 
 def spread_by_wave(starts_us, dur_us, per_wave):
     """(5-95% start spread, slope of duration on start offset) for each wave after the first."""
+    spreads = wave_start_spreads(starts_us, per_wave)
     out = []
-    for w in range(1, len(starts_us) // per_wave):
+    for w in range(1, len(spreads)):
         blk = slice(w * per_wave, (w + 1) * per_wave)
         off = starts_us[blk] - np.median(starts_us[blk])
         dd = dur_us[blk] - np.median(dur_us[blk])
-        p5, p95 = np.percentile(starts_us[blk], [5, 95])
         slope = float(np.polyfit(off, dd, 1)[0]) if off.std() > 0 else 0.0
-        out.append((p95 - p5, slope))
+        out.append((spreads[w], slope))
     return out
 
 

@@ -36,7 +36,7 @@ from experiments.l2_same_launch import KERNELS as SAME_LAUNCH
 from sim import timeline
 from sim.engines import memory_traffic, residency
 from sim.hardware import load_profile
-from sim.l2cache import probe_timeline
+from sim.l2cache import probe_timeline, wave_start_spreads
 
 RESULTS = Path(__file__).with_name("results") / "h200-sxm"
 GPU = "h200-sxm"
@@ -98,10 +98,8 @@ def gemm_jobs(ncu) -> list[dict]:
 
 
 def _last_wave_spread(starts_us, s) -> float:
-    per_wave = load_profile(GPU).sm_count * residency(s, load_profile(GPU))["ctas_per_sm"]
-    w = len(starts_us) // per_wave - 1
-    p5, p95 = np.percentile(starts_us[w * per_wave:(w + 1) * per_wave], [5, 95])
-    return float(p95 - p5)
+    prof = load_profile(GPU)
+    return float(wave_start_spreads(starts_us, prof.sm_count * residency(s, prof)["ctas_per_sm"])[-1])
 
 
 def simulate(job: dict) -> dict:

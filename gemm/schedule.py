@@ -32,6 +32,7 @@ The Numba kernels cover the serial, ring and specialized families (V1-V5);
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 # --- Hardware limits the schedule must respect (Hopper, compute capability 9.0) ---
@@ -105,6 +106,11 @@ class Schedule:
     def k_iteration_bytes(self) -> int:
         """Bytes of A and B one K iteration brings into shared memory."""
         return (self.block_m + self.block_n) * self.block_k * INPUT_BYTES
+
+    @property
+    def k_iteration_requests(self) -> int:
+        """L2 requests of one K iteration's A and B boxes: one per box row of <= 128 bytes."""
+        return (self.block_m + self.block_n) * math.ceil(self.block_k * INPUT_BYTES / 128)
 
     @property
     def ring_bytes(self) -> int:

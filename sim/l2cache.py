@@ -134,6 +134,14 @@ def lockstep_timeline(n_ctas: int, per_wave: int, cta_time: float, launch_gap: f
     return starts.astype(float), np.full(n_ctas, float(cta_time))
 
 
+def wave_start_spreads(starts, per_wave: int) -> np.ndarray:
+    """The 5-95% spread of the start times of each full wave's CTAs (launch order), in the
+    units of `starts`: how far the CTAs that would run side by side have drifted apart."""
+    waves = len(starts) // per_wave
+    p5, p95 = np.percentile(np.asarray(starts, float)[:waves * per_wave].reshape(waves, per_wave), [5, 95], axis=1)
+    return p95 - p5
+
+
 def probe_timeline(records):
     """(starts, durations) in microseconds from the clock probe's per-CTA words
     (clock0, globaltimer0 ns, clock1, globaltimer1 ns, smid; gemm.kernels.tiles), launch order."""
@@ -189,29 +197,19 @@ def replay(s: Schedule, m: int, n: int, k: int, starts, durations, l2_bytes: int
     order = np.lexsort((kind, tt))
     kind, key, size = kind[order], np.concatenate(keys)[order], np.concatenate(sizes)[order]
 
+    # the reading CTA's L2 side (all 0 for one L2): A and B events are per (CTA, step), C per CTA
+    cta = np.concatenate([np.repeat(np.arange(n_ctas), steps)] * 2 + ([np.arange(n_ctas)] if write_c else []))
+    side_of = np.asarray(sides)[cta[order]] if sides is not None else np.zeros(len(order), np.int64)
+    cache = PartitionedL2(l2_bytes) if sides is not None else LruL2(l2_bytes)
     reads = 0
-    if sides is None:
-        cache = LruL2(l2_bytes)
-        for kd, kk, nb, when in zip(kind.tolist(), key.tolist(), size.tolist(), tt[order].tolist()):
-            tag = kk * 3 + kd
-            if kd == _C:
-                cache.insert(tag, nb, when)
-            else:
-                cache.read(tag, nb, when)
-                reads += nb
-    else:  # the reading CTA's L2 side: A, B events are per (CTA, step), C per CTA
-        sides = np.asarray(sides)
-        cta = np.concatenate([np.repeat(np.arange(n_ctas), steps), np.repeat(np.arange(n_ctas), steps),
-                              np.arange(n_ctas)][:len(all_t)])[order]
-        cache = PartitionedL2(l2_bytes)
-        for kd, kk, nb, when, side in zip(kind.tolist(), key.tolist(), size.tolist(), tt[order].tolist(),
-                                          sides[cta].tolist()):
-            tag = kk * 3 + kd
-            if kd == _C:
-                cache.insert(tag, nb, when)
-            else:
-                cache.read(tag, nb, when, side)
-                reads += nb
+    for kd, kk, nb, when, side in zip(kind.tolist(), key.tolist(), size.tolist(), tt[order].tolist(),
+                                      side_of.tolist()):
+        tag = kk * 3 + kd
+        if kd == _C:
+            cache.insert(tag, nb, when)
+        else:
+            cache.read(tag, nb, when, side)
+            reads += nb
     miss = cache.miss_bytes
     out = {"hbm_read_bytes": int(miss), "l2_to_sm_bytes": int(reads), "l2_hit_rate": 1.0 - miss / reads}
     if sides is not None:

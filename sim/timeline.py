@@ -39,7 +39,7 @@ from gemm.schedule import INPUT_BYTES, Schedule
 
 from .engines import grid, memory_traffic, residency, tile_order
 from .hardware import GpuProfile, load_profile
-from .l2cache import LruL2, PartitionedL2
+from .l2cache import LruL2, PartitionedL2, wave_start_spreads
 from .schedules import simulate_sm
 
 
@@ -54,8 +54,7 @@ def prefetch_depth(s: Schedule) -> int:
 
 def _port_ns(s: Schedule, prof: GpuProfile, feed: float) -> float:
     """One K step's A and B boxes through an SM port `feed` times slower than the mean."""
-    rows = (s.block_m + s.block_n) * math.ceil(s.block_k * INPUT_BYTES / 128)
-    return feed * (s.k_iteration_bytes / prof.l2_sm_bytes_per_ns + rows * prof.l2_request_ns)
+    return feed * (s.k_iteration_bytes / prof.l2_sm_bytes_per_ns + s.k_iteration_requests * prof.l2_request_ns)
 
 
 def step_periods(s: Schedule, prof: GpuProfile, ctas: int, feeds, k_iters: int = 128,
@@ -258,13 +257,12 @@ def summary(s: Schedule, m: int, n: int, k: int, gpu: str | GpuProfile = "h200-s
     prof = load_profile(gpu) if isinstance(gpu, str) else gpu
     r = run(s, m, n, k, prof)
     per_wave = prof.sm_count * r["ctas_per_sm"]
-    starts = np.sort(r["starts_ns"])
-    last = starts[(len(starts) // per_wave - 1) * per_wave:][:per_wave] if len(starts) >= per_wave else starts
+    spreads = wave_start_spreads(r["starts_ns"], min(per_wave, len(r["starts_ns"])))
     span_s = r["span_ns"] * 1e-9
     return {"hbm_read_bytes": r["hbm_read_bytes"],
             "per_wave_hbm_read_bytes": memory_traffic(s, m, n, k, per_wave)["hbm_read_bytes"],
             "span_ms": round(span_s * 1e3, 4), "tflops": round(2.0 * m * n * k / span_s / 1e12, 1),
-            "last_wave_start_spread_us": round(float(np.percentile(last, 95) - np.percentile(last, 5)) / 1e3, 1),
+            "last_wave_start_spread_us": round(float(spreads[-1]) / 1e3, 1),
             "prefetch_depth": r["prefetch_depth"], "ctas_per_sm": r["ctas_per_sm"],
             "feed_map": "measured per SM (profile)" if prof.l2_feed_by_sm else "every SM alike",
             "miss_port_factor": prof.timeline_miss_port_factor}
