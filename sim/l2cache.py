@@ -202,16 +202,18 @@ def replay(s: Schedule, m: int, n: int, k: int, starts, durations, l2_bytes: int
     side_of = np.asarray(sides)[cta[order]] if sides is not None else np.zeros(len(order), np.int64)
     cache = PartitionedL2(l2_bytes) if sides is not None else LruL2(l2_bytes)
     reads = 0
-    for kd, kk, nb, when, side in zip(kind.tolist(), key.tolist(), size.tolist(), tt[order].tolist(),
-                                      side_of.tolist()):
+    missed_by_cta = np.zeros(n_ctas, np.int64)
+    for kd, kk, nb, when, side, c in zip(kind.tolist(), key.tolist(), size.tolist(), tt[order].tolist(),
+                                         side_of.tolist(), cta[order].tolist()):
         tag = kk * 3 + kd
         if kd == _C:
             cache.insert(tag, nb, when)
         else:
-            cache.read(tag, nb, when, side)
+            missed_by_cta[c] += cache.read(tag, nb, when, side)[1]
             reads += nb
     miss = cache.miss_bytes
-    out = {"hbm_read_bytes": int(miss), "l2_to_sm_bytes": int(reads), "l2_hit_rate": 1.0 - miss / reads}
+    out = {"hbm_read_bytes": int(miss), "l2_to_sm_bytes": int(reads), "l2_hit_rate": 1.0 - miss / reads,
+           "hbm_read_bytes_by_cta": missed_by_cta}
     if sides is not None:
         out.update(far_hit_bytes=int(cache.far_bytes), fabric_read_bytes=int(cache.fabric_bytes))
     return out

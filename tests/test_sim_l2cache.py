@@ -50,6 +50,16 @@ def test_sharers_apart_in_time_miss_more_and_never_below_compulsory():
     assert min(base, spread) >= 2 * N * N * 2  # A and B at least once
 
 
+def test_misses_are_counted_for_the_cta_that_makes_them():
+    """Two CTAs side by side share their A panel: the one that reads each A slice first
+    misses it, the other hits; each misses its own B. The per-CTA counts add up."""
+    s = preset("v2")
+    got = replay(s, 128, 256, 1024, np.zeros(2), np.full(2, 10.0), 50 * MB)
+    panel = 128 * 1024 * 2
+    assert got["hbm_read_bytes_by_cta"].tolist() == [2 * panel, panel]
+    assert int(got["hbm_read_bytes_by_cta"].sum()) == got["hbm_read_bytes"]
+
+
 @pytest.mark.parametrize("raster", ["row", "column", "grouped"])
 def test_lockstep_matches_the_per_wave_figure_in_every_raster(raster):
     """64x256 tiles: in lockstep the launch order changes only which panels a wave shares
