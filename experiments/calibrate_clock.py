@@ -59,7 +59,7 @@ PROFILE_KEYS = ("v1 128x192x64", "v2 128x192x64 s2", "v1 64x256x64", "v2 64x256x
                 "v1 64x128x64", "v2 128x128x32 s2")
 
 
-# the V1/V2 loop with its loads taken out (gemm/kernels/mma_loop.py), at 3, 2 and 1 CTAs/SM
+# the V1/V2 loop with its loads taken out (gemm/kernels/ring.py, mma_loop_only), at 3, 2 and 1 CTAs/SM
 MMA_LOOP_SCHEDULES = {
     "mma loop 128x128x64 s2": preset("v2"),
     "mma loop 128x128x64 s3": preset("v2", stages=3),
@@ -75,7 +75,7 @@ MMA_LOOP_SCHEDULES = {
 }
 
 
-# the V2 loop with its WGMMAs taken out (gemm/kernels/load_loop.py): the load side alone
+# the V2 loop with its WGMMAs taken out (gemm/kernels/ring.py, load_loop_only): the load side alone
 LOAD_LOOP_SCHEDULES = {
     "load loop 128x128x64 s1": preset("v2", stages=1),
     "load loop 128x128x64 s2": preset("v2"),

@@ -60,7 +60,7 @@ class GpuProfile:
     # Now False: the writes do not slow WGMMA's operand reads (where they go is not modelled).
     # Held in: the clock.csv rows "v2 128x128x64 s2" and "v2 128x128x64 s3".
     tma_writes_share_smem: bool = False
-    # ---- WGMMA: calibrated on the load-free loop (gemm/kernels/mma_loop.py, experiments/
+    # ---- WGMMA: calibrated on the load-free loop (gemm/kernels/ring.py, mma_loop_only, experiments/
     # results/h200-sxm/mma_loop.csv: bar.sync, fence, the K tile's WGMMAs, commit,
     # wait_group(0), bar.sync, no loads; SM clock read in the kernel). Per SM clock, 128x128x64:
     # 3 CTAs/SM 91.56%, 2 CTAs/SM 86.35%, 1 CTA/SM 71.56%; 128x192x64 (2) 90.33%; 64x128x64 (4)
@@ -127,7 +127,7 @@ class GpuProfile:
     # profile's clock_ghz): the L2 and the crossbar are taken to run on their own clock,
     # not the SM clock, so a power-capped SM clock does not slow them. None = the per-clock
     # figures above stand (built-in profiles: see below for the calibrated values).
-    # [measured] calibrated on the load-only loop (gemm/kernels/load_loop.py; experiments/
+    # [measured] calibrated on the load-only loop (gemm/kernels/ring.py, load_loop_only; experiments/
     # results/h200-sxm/load_loop.csv: the V2 loop without WGMMAs, every row at 1.97-1.98 GHz,
     # so nothing in it is power-capped), `predict(.., mmas=False, ctas_per_sm=..)` at each
     # row's clock and residency (sim/README.md, sixth pass). A box costs its port

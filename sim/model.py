@@ -65,10 +65,10 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
             hbm_read_source: str = "model-only what-if") -> Prediction:
     """Predict one kernel launch. Raises ScheduleError for a schedule that cannot run.
 
-    `loads=False` (model only): the load-free microbenchmark -- gemm/kernels/mma_loop.py for
+    `loads=False` (model only): the load-free microbenchmark -- gemm/kernels/ring.py, mma_loop_only for
     serial/ring, the specialized kernel's mma_loop_only mode -- the ring filled once, then only
     the syncs, WGMMAs and wait_groups; no memory floors apply.
-    `mmas=False` (model only): the WGMMA-free microbenchmark -- gemm/kernels/load_loop.py, or
+    `mmas=False` (model only): the WGMMA-free microbenchmark -- gemm/kernels/ring.py, load_loop_only, or
     the specialized kernel's load_loop_only mode (consumers hand each stage straight back);
     no tensor floor applies (flops are GEMM-equivalent).
     `ctas_per_sm` (model only): run this many CTAs per SM instead of the occupancy's figure (the

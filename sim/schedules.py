@@ -49,10 +49,10 @@ class Cta:
                  mmas: bool = True):
         self.env, self.eng, self.s, self.gpu = env, eng, s, gpu
         # loads=False (model only): the ring is filled once and then reused, no further TMA
-        # loads nor waits for them -- the load-free loop of gemm/kernels/mma_loop.py
+        # loads nor waits for them -- the load-free loop of gemm/kernels/ring.py, mma_loop_only
         self.loads = loads
         # mmas=False (model only): no WGMMAs and no wait_group -- the loop of
-        # gemm/kernels/load_loop.py (prefill; wait, sync, refill, sync)
+        # gemm/kernels/ring.py, load_loop_only (prefill; wait, sync, refill, sync)
         self.mmas = mmas
         self.k_iters, self.trace, self.start = k_iters, trace, start
         self.a_bytes = s.block_m * s.block_k * INPUT_BYTES
@@ -239,7 +239,7 @@ def simulate_sm(s: Schedule, gpu: GpuProfile, ctas: int, k_iters: int, miss_rate
     """One SM running `ctas` resident CTAs side by side (one wave on that SM).
 
     `loads=False` (serial/ring only, model only): after the ring's first fill no more TMA
-    loads and no waits for them; the syncs, WGMMAs and wait_group(0) stay (mma_loop.py).
+    loads and no waits for them; the syncs, WGMMAs and wait_group(0) stay (ring.py, mma_loop_only).
 
     Only `sim_iters` K iterations are simulated; when K is longer the steady-state
     rate of the second half is extrapolated to the remaining iterations."""

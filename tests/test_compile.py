@@ -110,6 +110,19 @@ def test_load_loop_microbenchmark_has_loads_and_no_wgmma():
     assert "wgmma.mma_async" not in ck.ptx
 
 
+def test_microbenchmarks_are_switches_of_the_ring_kernel():
+    """mma_loop_only and load_loop_only build the ring kernel with half its loop taken out,
+    for V1 (the one-stage ring) as for V2: the WGMMA-only loop loads its stages once (the
+    prefill's two boxes per stage, no refill), the load-only loop has no WGMMA."""
+    for s in (preset("v1"), preset("v2", stages=3)):
+        mma = compile_kernel(KernelConfig(s, mma_loop_only=True), use_disk_cache=False)
+        load = compile_kernel(KernelConfig(s, load_loop_only=True), use_disk_cache=False)
+        for ck in (mma, load):
+            assert "ring_kernel" in ck.ptx and ck.spill_bytes == 0 and ck.stack_bytes == 0, s.name
+        assert mma.ptx.count("cp.async.bulk.tensor") == 2 * s.stages, s.name
+        assert "wgmma.mma_async" in mma.ptx and "wgmma.mma_async" not in load.ptx, s.name
+
+
 def test_tutorial_phase_array_lives_in_local_memory():
     """phase_storage='local' reproduces the tutorial's V2: a per-stage phase array
     indexed at run time, which the compiler cannot keep in registers."""

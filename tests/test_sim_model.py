@@ -240,7 +240,7 @@ def test_seed_v2_reason_is_visible(seed):
     assert "tensor cores" in p.reason and p.utilization["tensor"] < 0.9
 
 
-# ---- the load-free loop microbenchmark (gemm/kernels/mma_loop.py; experiments/results/h200-sxm/mma_loop.csv) ----
+# ---- the load-free loop microbenchmark (gemm/kernels/ring.py, mma_loop_only; experiments/results/h200-sxm/mma_loop.csv) ----
 MMA_LOOP_CALIBRATION = ("mma loop 128x128x64 s2", "mma loop 128x128x64 s4")   # 3 and 1 CTAs/SM: set the WGMMA fill and tail
 
 
@@ -301,7 +301,7 @@ def test_loads_off_is_model_only_and_never_slower():
         assert off.tflops >= on.tflops and off.utilization["hbm"] == 0 and off.notes
 
 
-# ---- the load-only loop microbenchmark (gemm/kernels/load_loop.py; experiments/results/h200-sxm/load_loop.csv) ----
+# ---- the load-only loop microbenchmark (gemm/kernels/ring.py, load_loop_only; experiments/results/h200-sxm/load_loop.csv) ----
 # 128x128x64 at 3 and 1 CTAs/SM and 128x128x16 (request-bound) set l2_sm_bytes_per_ns, l2_miss_port_factor
 # and l2_request_ns (sim/hardware.py); the others are held out
 LOAD_LOOP_CALIBRATION = ("load loop 128x128x64 s2", "load loop 128x128x64 s4", "load loop 128x128x16 s2")

@@ -3,9 +3,9 @@
   serial  V1: load one K tile, wait, sync, WGMMA, wait, sync.
   ring    V2: a `stages`-deep shared-memory ring buffer with block-wide syncs.
   specialized  V3-V5: a producer warp and consumer warpgroups, full/empty mbarriers.
-  mma_loop  a microbenchmark: the V1/V2 loop's syncs and WGMMAs with no TMA.
-  load_loop a microbenchmark: the V2 loop's loads, waits and syncs with no WGMMA.
-  (the specialized kernel has both modes built in: KernelConfig's mma_loop_only / load_loop_only)
+  Two microbenchmarks are switches of the ring and the specialized kernels (KernelConfig's
+  mma_loop_only: the syncs and WGMMAs with no TMA; load_loop_only: the loads, waits and syncs
+  with no WGMMA); V1's loop is the one-stage ring's.
 
 `build(config)` returns the Python kernel function for a KernelConfig; gemm.launch
 compiles it.
@@ -18,12 +18,9 @@ def build(config: KernelConfig):
     if config.family == "specialized":   # its microbenchmark modes are switches of its own
         from .specialized import build_specialized_kernel
         return build_specialized_kernel(config)
-    if config.mma_loop_only:
-        from .mma_loop import build_mma_loop_kernel
-        return build_mma_loop_kernel(config)
-    if config.load_loop_only:
-        from .load_loop import build_load_loop_kernel
-        return build_load_loop_kernel(config)
+    if config.mma_loop_only or config.load_loop_only:   # V1's loop is the one-stage ring's
+        from .ring import build_ring_kernel
+        return build_ring_kernel(config)
     if config.family == "serial":
         from .serial import build_serial_kernel
         return build_serial_kernel(config)
