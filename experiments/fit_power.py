@@ -6,7 +6,9 @@ Form (board power at the cap, static power folded into the cap, cap = 1):
   H  HBM TB/s (board-level, not on the SM's voltage; model's memory_traffic bytes / measured ms);
   g  = 1 + 2 dlnV/dlnf: dynamic power ~ activity x f x V(f)^2; V flat -> 1, V ~ sqrt(f) -> 2,
        V ~ f -> 3. Scanned 1..3 (V(f) unknown for GH100).
-  Form "A" has h = 0 (the fourth pass's form); "C" adds the HBM term.
+  Form "A" has h = 0 (the fourth pass's form); "C" adds the HBM term. "D" (twelfth pass)
+  takes the L2 -> SM traffic off the SM's voltage (the L2 and crossbar have their own clock):
+      f^g * (c0 + a*u) + b*T + h*H = 1,  T = B x f x 132 SMs (TB/s), scanned to g = 5.
 Fit: linear least squares in power on mma_loop.csv (5 rows, B = 0, H = 0) + at most two named
 clock.csv rows that are not the seed's 128x128x64 tile; load_loop.csv (7 rows, all at the
 max clock) as the inequality P(1.98 GHz) <= 1, reported as `ldP`. Each held-out clock.csv
@@ -25,6 +27,7 @@ import numpy as np
 
 R = Path(__file__).with_name("results") / "h200-sxm"
 FMAX = 1.98
+L2_TBS_PER_B_CLK_GHZ = 132 / 1000  # bytes per SM clock x GHz x 132 SMs -> TB/s
 HO = ["v1 128x128x64", "v2 128x128x64 s2", "v2 128x128x64 s2 local", "v2 128x128x64 s3",
       "v2 128x128x64 s4"]
 
@@ -61,36 +64,41 @@ def load():
     return mma, ld, clk
 
 
-def power(p, g, f, r):
+def power(p, g, f, r, form="A"):
     c0, a, b, h = p
     # activity per clock fixed; HBM TB/s scales with the clock
+    if form == "D":  # the L2 -> SM traffic off the SM's voltage: its power follows bytes per second
+        return f ** g * (c0 + a * r["u"]) + b * r["B"] * f * L2_TBS_PER_B_CLK_GHZ + h * r["H"] * f / r["f"]
     return f ** g * (c0 + a * r["u"] + b * r["B"]) + h * r["H"] * f / r["f"]
 
 
-def solve(p, g, r):
-    if power(p, g, FMAX, r) <= 1:
+def solve(p, g, r, form="A"):
+    if power(p, g, FMAX, r, form) <= 1:
         return FMAX
     lo, hi = 0.3, FMAX
     for _ in range(60):
         mid = (lo + hi) / 2
-        lo, hi = (lo, mid) if power(p, g, mid, r) > 1 else (mid, hi)
+        lo, hi = (lo, mid) if power(p, g, mid, r, form) > 1 else (mid, hi)
     return lo
 
 
 def fit(rows, g, form):
-    X = [[r["f"] ** g, r["f"] ** g * r["u"], r["f"] ** g * r["B"], r["H"] if form == "C" else 0.0]
-         for r in rows]
+    if form == "D":
+        X = [[r["f"] ** g, r["f"] ** g * r["u"], r["B"] * r["f"] * L2_TBS_PER_B_CLK_GHZ, r["H"]] for r in rows]
+    else:
+        X = [[r["f"] ** g, r["f"] ** g * r["u"], r["f"] ** g * r["B"], r["H"] if form == "C" else 0.0]
+             for r in rows]
     p, *_ = np.linalg.lstsq(np.array(X), np.ones(len(rows)), rcond=None)
     return p
 
 
-def report(p, g, fitted, ld, clk, label):
+def report(p, g, fitted, ld, clk, label, form="A"):
     held = [c for c in clk if c["name"] not in fitted]
-    err = {c["name"]: (solve(p, g, c) / c["f"] - 1) * 100 for c in held}
+    err = {c["name"]: (solve(p, g, c, form) / c["f"] - 1) * 100 for c in held}
     e = [abs(x) for x in err.values()]
-    by = {c["name"]: solve(p, g, c) for c in clk}
+    by = {c["name"]: solve(p, g, c, form) for c in clk}
     v1, v2, vl = by[HO[0]], by[HO[1]], by[HO[2]]
-    ldp = max(power(p, g, FMAX, r) for r in ld)
+    ldp = max(power(p, g, FMAX, r, form) for r in ld)
     ok = st.median(e) <= 3 and max(e) <= 8 and vl < v2 < v1
     print(f"{label:44s} g={g} c0,a,b,h={np.round(p, 4)} ldP={ldp:.2f} held-out med {st.median(e):4.1f} "
           f"max {max(e):4.1f} | " + " ".join(f"{err.get(h, float('nan')):+5.1f}" for h in HO)
@@ -104,21 +112,21 @@ def main():
     print("columns after '|':", ", ".join(HO))
     others = [c["name"] for c in clk if c["name"] not in HO]
     accepted = 0
-    for form in "AC":
+    for form in "ACD":
         for k in (1, 2):
             for extra in itertools.combinations(others, k):
                 if form == "A" and k == 2:
                     continue
-                for g in (1.0, 1.5, 2.0, 2.5, 3.0):
+                for g in (1.0, 1.5, 2.0, 2.5, 3.0) + ((4.0, 5.0) if form == "D" else ()):
                     rows = mma + [c for c in clk if c["name"] in extra]
                     p = fit(rows, g, form)
-                    if min(p[1:]) < 0:
+                    if min(p[1:3]) < 0 or (form != "D" and p[3] < 0):
                         continue
-                    accepted += report(p, g, set(extra), ld, clk, f"{form} mma+" + "+".join(extra))
+                    accepted += report(p, g, set(extra), ld, clk, f"{form} mma+" + "+".join(extra), form)
     print("diagnostic, in-sample ceiling (mma + all 12 clock rows fitted; 'held-out' = in-sample here):")
-    for form in "AC":
+    for form in "ACD":
         for g in (1.0, 2.0, 3.0):
-            report(fit(mma + clk, g, form), g, set(), ld, clk, f"{form} mma+all clock rows")
+            report(fit(mma + clk, g, form), g, set(), ld, clk, f"{form} mma+all clock rows", form)
     print(f"accepted fits: {accepted}")
 
 
