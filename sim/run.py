@@ -14,7 +14,7 @@ from gemm.schedule import EPILOGUES, PRESETS, RASTERS, ScheduleError, preset
 from .hardware import PROFILES, load_profile
 from .model import _CATEGORY_NAMES, predict
 from .schedules import model_schedule
-from .timeline import summary as timeline_summary
+from .timeline import prefetch_depth, summary as timeline_summary
 
 # flag -> Schedule field
 _KNOBS = {"stages": "stages", "sync_per_iter": "syncs_per_iter", "consumer_warpgroups": "consumer_warpgroups",
@@ -143,6 +143,10 @@ def main(argv=None) -> int:
             predict(s, a.m, a.n, a.k, gpu=gpu, dtype=a.dtype)  # refuses what cannot run
             grid = timeline_summary(s, a.m, a.n, a.k, gpu)
             hbm = grid["hbm_read_bytes"]
+        if hbm is None and prefetch_depth(s) >= 2:
+            notes.append("HBM bytes per wave: the CTAs that share a panel are assumed to read it together; with "
+                         "loads 2+ K steps ahead they can drift apart (the H200's V2 read 1.2-1.9x these bytes "
+                         "in ten of ten launches, experiments/NOTES.md item 34); --grid-timeline estimates it")
         p = predict(s, a.m, a.n, a.k, gpu=gpu, dtype=a.dtype, trace=bool(a.trace), notes=notes,
                     hbm_read_bytes=hbm, hbm_read_source="the GPU-wide timeline (--grid-timeline)"
                     if grid else "model-only what-if")

@@ -95,3 +95,13 @@ def test_grid_timeline():
     assert both.returncode == 2 and "give one" in both.stderr and "Traceback" not in both.stderr
     bad = run("--grid-timeline", "--block", "128x256x64")
     assert bad.returncode == 2 and "accumulator registers" in bad.stderr
+
+
+def test_per_wave_bytes_caveat_for_rings_only():
+    """A schedule whose loads run 2+ K steps ahead gets a note that its HBM bytes assume the
+    sharers keep together; V1 (one step) does not, nor a run whose bytes are given."""
+    ring = json.loads(run("--json").stdout)
+    serial = json.loads(run("--json", "--version", "v1").stdout)
+    given = json.loads(run("--json", "--hbm-read-gb", "3").stdout)
+    assert any("HBM bytes per wave" in n for n in ring["notes"])
+    assert not any("HBM bytes per wave" in n for n in serial["notes"] + given["notes"])
