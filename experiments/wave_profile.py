@@ -2,7 +2,7 @@
 python -m experiments.wave_profile
 
 The clock probe (gemm.kernels.tiles, clock_probe=True) writes per CTA its SM, its start and
-end on %globaltimer (ns) and on %clock64 (SM cycles). Two questions, on runs already on disk
+end on %globaltimer (ns) and on %clock64 (SM cycles). Three questions, on runs already on disk
 (no GPU):
 
   1. Is a kernel slow in a wave because its SMs do more work per cycle or because the clock
@@ -27,7 +27,8 @@ end on %globaltimer (ns) and on %clock64 (SM cycles). Two questions, on runs alr
 Runs read (experiments/results/h200-sxm/logs): run 18 (six GEMMs stamped by
 `calibrate_clock --dump` after 20 warm-up launches: the clock of back-to-back timing), run 23
 (load-only and WGMMA-only loops, `bash experiments/device_loop_stamps.sh`), run 29 (the GEMMs
-whose DRAM bytes Nsight Compute measured in the same launch, one profiler pass). Writes wave_profile.csv and launches.csv there.
+whose DRAM bytes Nsight Compute measured in the same launch, one profiler pass).
+Writes wave_profile.csv and launches.csv there.
 """
 from __future__ import annotations
 
