@@ -72,7 +72,8 @@ def build_schedule(a: argparse.Namespace):
             raise ScheduleError(f"--block must look like 128x128x64, got {a.block!r}") from None
         over.update(block_m=bm, block_n=bn, block_k=bk)
     base = preset(a.version)
-    return model_schedule(base, **over, name=a.version if not over else f"{a.version}+custom")
+    changed = {f: v for f, v in over.items() if getattr(base, f) != v}  # a flag at the preset's value changes nothing
+    return model_schedule(base, **over, name=f"{a.version}+custom" if changed else a.version)
 
 
 def stages_table(s, a, gpu) -> list[dict]:

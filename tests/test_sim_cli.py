@@ -105,3 +105,9 @@ def test_per_wave_bytes_caveat_for_rings_only():
     given = json.loads(run("--json", "--hbm-read-gb", "3").stdout)
     assert any("HBM bytes per wave" in n for n in ring["notes"])
     assert not any("HBM bytes per wave" in n for n in serial["notes"] + given["notes"])
+
+
+def test_a_flag_at_the_presets_value_is_still_the_preset():
+    """`--sync-per-iter 2` is the seed's case: the report names it v2, not a custom schedule."""
+    assert json.loads(run("--json", "--sync-per-iter", "2").stdout)["schedule"]["name"] == "v2"
+    assert json.loads(run("--json", "--sync-per-iter", "0").stdout)["schedule"]["name"] == "v2+custom"
