@@ -15,9 +15,18 @@ max clock) as the inequality P(1.98 GHz) <= 1, reported as `ldP`. Each held-out 
 row's clock is then solved from its *measured* activity (per clock fixed) and compared.
 Acceptance (brief): held-out median <= 3%, max <= 8%, and the clock order V2 local < V2 < V1.
 No GPU needed; numpy only.
+
+`--power` (twelfth pass): the board power itself, measured per kernel (runs 34 and 35,
+experiments/power_draw.py: logs/run3[45]/power_draw.csv), fitted on the idle GPU, the
+WGMMA-only and the load-only loops alone, with the GPU's temperature as a term:
+    P = p0 + pT*T + f^g*(b + kt*u) + kl*L*[1 or (f/1.98)^(g-1)] + kd*H   (watts)
+  L, H the L2 -> SM and DRAM TB/s ("flat": the L2 traffic's power off the SM's voltage;
+  "volt": on it). Each GEMM's clock is then solved at a 690 W cap from its measured activity
+  per clock and temperature, and set beside the clock its probe read.
 """
 from __future__ import annotations
 
+import argparse
 import csv
 import itertools
 import statistics as st
@@ -106,7 +115,64 @@ def report(p, g, fitted, ld, clk, label, form="A"):
     return ok
 
 
-def main():
+POWER_RUNS = ("run34", "run35")
+POWER_CAP_W = 690.0  # where the capped kernels of runs 34-35 sit (678-716 W, median ~690)
+
+
+def _power_rows():
+    rows = []
+    for run in POWER_RUNS:
+        for r in _rows(Path("logs") / run / "power_draw.csv"):
+            num = {k: float(r[k] or 0) for k in ("power_w", "temp_c", "probe_clock_ghz", "tensor_util_per_clock",
+                                                 "l2_to_sm_tbs", "dram_tbs")}
+            rows.append(dict(run=run, name=r["kernel"], kind=r["kind"], P=num["power_w"], T=num["temp_c"],
+                             f=num["probe_clock_ghz"], u=num["tensor_util_per_clock"], L=num["l2_to_sm_tbs"],
+                             H=num["dram_tbs"]))
+    return rows
+
+
+def _power_features(r, f, g, form):
+    """P's terms at clock f, the activity per clock held (L and H scale with f)."""
+    scale = f / r["f"] if r["f"] else 0.0
+    on_sm = 0.0 if r["kind"] == "idle" else 1.0
+    l2 = r["L"] * scale * ((f / FMAX) ** (g - 1) if form == "volt" else 1.0)
+    return [1.0, r["T"], on_sm * f ** g, r["u"] * f ** g, l2, r["H"] * scale]
+
+
+def power_fits():
+    rows = _power_rows()
+    micro = [r for r in rows if r["kind"] in ("idle", "mma", "load")]
+    gemms = [r for r in rows if r["kind"] == "gemm"]
+    meas = {(r["run"], r["name"]): r["f"] for r in gemms}
+    print(f"fitted on {len(micro)} rows (idle, WGMMA-only and load-only loops of {', '.join(POWER_RUNS)}); "
+          f"{len(gemms)} GEMM rows held out; cap {POWER_CAP_W:.0f} W")
+    print("measured V2/V1 clock: " + ", ".join(
+        f"{run} {meas[run, 'v2'] / meas[run, 'v1'] - 1:+.3f}" for run in POWER_RUNS))
+    for g in (1.5, 2.0, 2.5, 3.0):
+        for form in ("flat", "volt"):
+            x = np.array([_power_features(r, r["f"], g, form) for r in micro])
+            y = np.array([r["P"] for r in micro])
+            c, *_ = np.linalg.lstsq(x, y, rcond=None)
+            rms = float(np.sqrt(np.mean((y - x @ c) ** 2)))
+            got = {}
+            for r in gemms:
+                lo, hi = 0.3, FMAX
+                for _ in range(50):
+                    mid = (lo + hi) / 2
+                    lo, hi = (lo, mid) if np.dot(c, _power_features(r, mid, g, form)) > POWER_CAP_W else (mid, hi)
+                got[r["run"], r["name"]] = lo
+            err = [abs(got[k] / meas[k] - 1) * 100 for k in got]
+            print(f"g={g} {form:4s} fit rms {rms:5.1f} W | GEMM clocks |err| median {st.median(err):4.1f}% "
+                  f"max {max(err):4.1f}% | V2/V1 " + ", ".join(
+                      f"{run} {got[run, 'v2'] / got[run, 'v1'] - 1:+.3f}" for run in POWER_RUNS))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--power", action="store_true", help="fit the measured board power (runs 34-35) instead")
+    if ap.parse_args(argv).power:
+        power_fits()
+        return
     mma, ld, clk = load()
     print("measured: V2/V1 clock %+.3f, local/V1 %+.3f" % (clk[1]["f"] / clk[0]["f"] - 1, clk[2]["f"] / clk[0]["f"] - 1))
     print("columns after '|':", ", ".join(HO))

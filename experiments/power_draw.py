@@ -1,0 +1,159 @@
+"""Board power against activity: each kernel looped for a few seconds while nvidia-smi samples.
+python -m experiments.power_draw --dump FILE.npz [--seconds 3]   (on the H200)
+python -m experiments.power_draw --summarize FILE.npz            (no GPU)
+
+The clock a schedule earns is set by the 700 W cap, and fits of the cap alone against the
+clock (experiments/fit_power.py, seventh and twelfth passes) could not separate what draws
+the power. This measures the power itself. Each kernel (8192^3 fp16, B [N, K]) runs back to
+back for `--seconds` after 20 warm-ups, while `nvidia-smi -lms 20` records the board power,
+the SM clock and the temperature; the last launch is stamped by the clock probe. First the
+idle GPU is sampled for a second.
+
+Kernels: the WGMMA-only loops (tensor work, no L2 traffic) and the load-only loops (L2 and DRAM
+traffic, no tensor work; they run at the maximum clock) of experiments.calibrate_clock, and six
+GEMMs at the seed's tile.
+`--summarize` gives per kernel the median power and clock over the second half of its loop,
+the tensor activity per clock (its TFLOPS over the peak at its clock), the L2 -> SM TB/s (every
+CTA's A and B panels over the time) and the DRAM TB/s (the LRU replay of the stamped launch).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+
+from experiments.calibrate_clock import LOAD_LOOP_SCHEDULES, MMA_LOOP_SCHEDULES
+from experiments.hbm_bytes import SCHEDULES
+
+GPU = "h200-sxm"
+M = N = K = 8192
+SMI_FIELDS = "timestamp,power.draw.instant,clocks.sm,temperature.gpu"
+KERNELS = ([(name, s, "mma") for name, s in MMA_LOOP_SCHEDULES.items()]
+           + [(name, s, "load") for name, s in LOAD_LOOP_SCHEDULES.items()]
+           + [(name, SCHEDULES[name], "gemm") for name in ("v1", "v2", "v2-local", "v2 s3", "v3 s2", "v3 s3")])
+
+
+def _sample(seconds_fn):
+    """Run seconds_fn() while nvidia-smi samples; returns (its result, the sample lines)."""
+    smi = subprocess.Popen(["nvidia-smi", f"--query-gpu={SMI_FIELDS}", "--format=csv,noheader,nounits",
+                            "-lms", "20"], stdout=subprocess.PIPE, text=True)
+    try:
+        result = seconds_fn()
+    finally:
+        smi.terminate()
+        out, _ = smi.communicate(timeout=10)
+    return result, out.strip().splitlines()
+
+
+def dump(path: Path, seconds: float, match: list[str]) -> None:
+    import torch
+
+    from gemm.kernels import KernelConfig
+
+    from .probe import probed_launcher
+    from .reference import random_operands
+    a, b = random_operands(M, N, K, "float16", seed=1)
+    b = b.t().contiguous().t()
+    out = {}
+    _, idle = _sample(lambda: time.sleep(1.0))
+    out["smi idle"] = np.array(idle)
+    for name, s, kind in KERNELS:
+        if match and not any(t in name for t in match):
+            continue
+        config = KernelConfig(s, "float16", "k", "k", clock_probe=True, mma_loop_only=kind == "mma",
+                              load_loop_only=kind == "load")
+        run, probe, _ = probed_launcher(config, M, N, K)
+        for _ in range(20):
+            run(a, b)
+        torch.cuda.synchronize()
+
+        def loop():
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            t0, n = time.time(), 0
+            start.record()
+            while time.time() - t0 < seconds:
+                for _ in range(20):
+                    run(a, b)
+                n += 20
+                torch.cuda.synchronize()
+            end.record()
+            end.synchronize()
+            return n, start.elapsed_time(end)
+        (launches, ms_total), lines = _sample(loop)
+        out[f"smi {name}"] = np.array(lines)
+        out[f"ms {name}"] = np.array([ms_total / launches])
+        out[f"probe {name}"] = probe.get()
+        print(f"{name}: {launches} launches, {ms_total / launches:.3f} ms each, {len(lines)} samples", flush=True)
+    np.savez_compressed(path, **out)
+
+
+def _smi(lines) -> dict:
+    """Median power (W), SM clock (GHz) and temperature over the second half of the samples."""
+    rows = [ln.split(", ") for ln in lines]
+    rows = [r for r in rows if len(r) == 4 and all(x.strip() not in ("[N/A]", "") for x in r[1:])]
+    half = rows[len(rows) // 2:]
+    col = lambda i: float(np.median([float(r[i]) for r in half]))  # noqa: E731
+    return {"power_w": round(col(1), 1), "smi_clock_ghz": round(col(2) / 1e3, 3), "temp_c": round(col(3), 1),
+            "samples": len(half)}
+
+
+def summarize(path: Path) -> list[dict]:
+    from sim.hardware import load_profile
+
+    from .wave_profile import settled
+    prof = load_profile(GPU)
+    z = np.load(path)
+    rows = [{"kernel": "idle", "kind": "idle", **_smi(z["smi idle"])}]
+    for name, s, kind in KERNELS:
+        if f"ms {name}" not in z.files:
+            continue
+        ms = float(z[f"ms {name}"][0])
+        st = settled(s, K, z[f"probe {name}"], prof, loads=kind != "mma")
+        ghz = st["clock_ghz"]
+        tflops = 2 * M * N * K / (ms * 1e-3) / 1e12
+        l2_tbs = 0.0 if kind == "mma" else M * N * K * 2 * (1 / s.block_m + 1 / s.block_n) / (ms * 1e-3) / 1e12
+        dram_tbs = 0.0 if kind == "mma" else st["replayed_bytes"] / (ms * 1e-3) / 1e12
+        rows.append({"kernel": name, "kind": kind, **_smi(z[f"smi {name}"]), "ms": round(ms, 4),
+                     "probe_clock_ghz": round(ghz, 3),
+                     "tensor_util_per_clock": 0.0 if kind == "load" else round(
+                         tflops * 1e12 / (prof.sm_count * prof.tensor_flops_per_clk * ghz * 1e9), 4),
+                     "l2_to_sm_tbs": round(l2_tbs, 2), "dram_tbs": round(dram_tbs, 2)})
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dump", type=Path, metavar="FILE.npz", help="loop and sample the kernels (needs the H200)")
+    ap.add_argument("--summarize", type=Path, metavar="FILE.npz", help="summarize samples written by --dump")
+    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--match", action="append", default=[], metavar="TEXT",
+                    help="with --dump: only the kernels whose name contains TEXT (repeatable)")
+    ap.add_argument("--csv", type=Path, help="write the summary rows here")
+    args = ap.parse_args(argv)
+    if not (args.dump or args.summarize):
+        ap.error("give --dump or --summarize")
+    if args.dump:
+        dump(args.dump, args.seconds, args.match)
+    rows = summarize(args.summarize or args.dump)
+    if args.csv:
+        fields = list(dict.fromkeys(k for r in rows for k in r))
+        with args.csv.open("w", newline="") as f:
+            f.write(f"# board power (nvidia-smi power.draw.instant, every 20 ms, median of the second half) "
+                    f"of each kernel looped after 20 warm-ups; python -m experiments.power_draw --summarize "
+                    f"{args.summarize or args.dump}\n")
+            w = csv.DictWriter(f, fieldnames=fields)
+            w.writeheader()
+            w.writerows([{k: r.get(k, "") for k in fields} for r in rows])
+    print(f"{'kernel':26s} {'W':>6s} {'GHz':>5s} {'probe':>5s} {'degC':>5s} {'u/clk':>6s} {'L2 TB/s':>8s} {'DRAM':>5s}")
+    for r in rows:
+        print(f"{r['kernel']:26s} {r['power_w']:6.1f} {r['smi_clock_ghz']:5.2f} {r.get('probe_clock_ghz', 0):5.2f} "
+              f"{r['temp_c']:5.1f} {r.get('tensor_util_per_clock', 0):6.3f} {r.get('l2_to_sm_tbs', 0):8.2f} "
+              f"{r.get('dram_tbs', 0):5.2f}")
+
+
+if __name__ == "__main__":
+    main()
