@@ -17,12 +17,12 @@ of Nsight Compute for 10 of 11 kernels in run 29), against the per-wave figure.
 """
 from __future__ import annotations
 
-import argparse
 from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
+from experiments import cli
 from experiments.hbm_bytes import SCHEDULES
 
 KERNELS = ("v1", "v2", "v2-local", "v2 s3", "v3 s2", "v3 s3")
@@ -85,26 +85,16 @@ def summarize(path: Path) -> tuple[list[dict], str]:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dump", type=Path, metavar="FILE.npz", help="launch and stamp the kernels (needs the H200)")
-    ap.add_argument("--summarize", type=Path, metavar="FILE.npz", help="summarize stamps written by --dump")
+    ap = cli.dump_summarize_parser(__doc__, "launch and stamp the kernels")
     ap.add_argument("--launches", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=20)
-    ap.add_argument("--csv", type=Path, help="write the summary rows here")
-    args = ap.parse_args(argv)
-    if not (args.dump or args.summarize):
-        ap.error("give --dump or --summarize")
+    args = cli.parse(ap, argv)
     if args.dump:
         dump(args.dump, args.launches, args.warmup)
-    rows, device = summarize(args.summarize or args.dump)
+    rows, device = summarize(args.record)
     if args.csv:
-        import csv
-        with args.csv.open("w", newline="") as f:
-            f.write(f"# per launch, each kernel alone after {args.warmup} warm-ups (8192^3 fp16, B [N, K]); "
-                    f"{device}; python -m experiments.launch_spread --summarize {args.summarize or args.dump}\n")
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
+        cli.write_csv(args.csv, rows, f"per launch, each kernel alone after {args.warmup} warm-ups (8192^3 fp16, "
+                      f"B [N, K]); {device}; python -m experiments.launch_spread --summarize {args.record}")
     print(f"{'kernel':10s} {'launch':>6s} {'ms':>7s} {'TFLOPS':>7s} {'GHz':>5s} {'kclk/CTA':>8s} {'DRAM GB':>8s} (per wave)")
     for r in rows:
         print(f"{r['kernel']:10s} {r['launch']:6d} {r['event_ms']:7.3f} {r['tflops']:7.1f} {r['clock_ghz_settled']:5.2f} "

@@ -18,14 +18,13 @@ CTA's A and B panels over the time) and the DRAM TB/s (the LRU replay of the sta
 """
 from __future__ import annotations
 
-import argparse
-import csv
 import subprocess
 import time
 from pathlib import Path
 
 import numpy as np
 
+from experiments import cli
 from experiments.calibrate_clock import LOAD_LOOP_SCHEDULES, MMA_LOOP_SCHEDULES
 from experiments.hbm_bytes import SCHEDULES
 
@@ -126,28 +125,18 @@ def summarize(path: Path) -> list[dict]:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dump", type=Path, metavar="FILE.npz", help="loop and sample the kernels (needs the H200)")
-    ap.add_argument("--summarize", type=Path, metavar="FILE.npz", help="summarize samples written by --dump")
+    ap = cli.dump_summarize_parser(__doc__, "loop the kernels while nvidia-smi samples")
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--match", action="append", default=[], metavar="TEXT",
                     help="with --dump: only the kernels whose name contains TEXT (repeatable)")
-    ap.add_argument("--csv", type=Path, help="write the summary rows here")
-    args = ap.parse_args(argv)
-    if not (args.dump or args.summarize):
-        ap.error("give --dump or --summarize")
+    args = cli.parse(ap, argv)
     if args.dump:
         dump(args.dump, args.seconds, args.match)
-    rows = summarize(args.summarize or args.dump)
+    rows = summarize(args.record)
     if args.csv:
-        fields = list(dict.fromkeys(k for r in rows for k in r))
-        with args.csv.open("w", newline="") as f:
-            f.write(f"# board power (nvidia-smi power.draw.instant, every 20 ms, median of the second half) "
-                    f"of each kernel looped after 20 warm-ups; python -m experiments.power_draw --summarize "
-                    f"{args.summarize or args.dump}\n")
-            w = csv.DictWriter(f, fieldnames=fields)
-            w.writeheader()
-            w.writerows([{k: r.get(k, "") for k in fields} for r in rows])
+        cli.write_csv(args.csv, rows, "board power (nvidia-smi power.draw.instant, every 20 ms, median of the second "
+                      "half) of each kernel looped after 20 warm-ups; python -m experiments.power_draw --summarize "
+                      f"{args.record}")
     print(f"{'kernel':26s} {'W':>6s} {'GHz':>5s} {'probe':>5s} {'degC':>5s} {'u/clk':>6s} {'L2 TB/s':>8s} {'DRAM':>5s}")
     for r in rows:
         print(f"{r['kernel']:26s} {r['power_w']:6.1f} {r['smi_clock_ghz']:5.2f} {r.get('probe_clock_ghz', 0):5.2f} "

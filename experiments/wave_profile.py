@@ -33,12 +33,12 @@ Writes wave_profile.csv and launches.csv there.
 from __future__ import annotations
 
 import argparse
-import csv
 import dataclasses
 from pathlib import Path
 
 import numpy as np
 
+from experiments import cli
 from experiments.calibrate_clock import LOAD_LOOP_SCHEDULES, MMA_LOOP_SCHEDULES
 from experiments.calibrate_clock import SCHEDULES as CLOCK_SCHEDULES
 from experiments.hbm_bytes import SCHEDULES
@@ -162,14 +162,6 @@ def profile_run(job: dict, prof) -> tuple[list[dict], dict]:
     return waves, launch
 
 
-def _write(path: Path, rows: list[dict], comment: str) -> None:
-    with path.open("w", newline="") as f:
-        f.write(f"# {comment}; python -m experiments.wave_profile\n")
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-
-
 def _print_waves(run: str, kernel: str, ws: list[dict]) -> None:
     picks = sorted({0, 1, 2, len(ws) // 2, len(ws) - 1})
     print(f"{run:6s} {kernel:28s} " + " | ".join(
@@ -189,13 +181,15 @@ def main(argv=None):
         waves += w
         launches.append(launch)
     if not args.no_write:
-        _write(RESULTS / "wave_profile.csv", waves, "per full wave of the clock probe's stamps (runs 18, 23, 29): "
-               "medians per CTA, the clock, the tensor floor, fast-feed SMs over the rest, replayed miss share")
-        fields = list(dict.fromkeys(key for row in launches for key in row))
-        _write(RESULTS / "launches.csv", [{key: row.get(key, "") for key in fields} for row in launches],
-               "per launch: the settled waves' clock and cycles per CTA against the one-SM model at that clock; "
-               "cycles over the SM's feed factor fitted on the CTA's own replayed miss share, and on that plus "
-               "the GPU-wide one (slopes per unit of the hit-only intercept)")
+        cli.write_csv(RESULTS / "wave_profile.csv", waves,
+                      "per full wave of the clock probe's stamps (runs 18, 23, 29): medians per CTA, the clock, "
+                      "the tensor floor, fast-feed SMs over the rest, replayed miss share; "
+                      "python -m experiments.wave_profile")
+        cli.write_csv(RESULTS / "launches.csv", launches,
+                      "per launch: the settled waves' clock and cycles per CTA against the one-SM model at that "
+                      "clock; cycles over the SM's feed factor fitted on the CTA's own replayed miss share, and on "
+                      "that plus the GPU-wide one (slopes per unit of the hit-only intercept); "
+                      "python -m experiments.wave_profile")
     print(f"{'run':6s} {'kernel':28s} waves: us / kcycles / GHz / tensor floor share / fast:slow / miss share")
     for ln in launches:
         _print_waves(ln["run"], ln["kernel"], [w for w in waves if (w["run"], w["kernel"]) == (ln["run"], ln["kernel"])])
