@@ -81,14 +81,19 @@ def power(p, g, f, r, form="A"):
     return f ** g * (c0 + a * r["u"] + b * r["B"]) + h * r["H"] * f / r["f"]
 
 
-def solve(p, g, r, form="A"):
-    if power(p, g, FMAX, r, form) <= 1:
+def clock_at_cap(power_at, cap=1.0):
+    """The clock (GHz) at which power_at(f) reaches the cap: FMAX when it stays under it."""
+    if power_at(FMAX) <= cap:
         return FMAX
     lo, hi = 0.3, FMAX
     for _ in range(60):
         mid = (lo + hi) / 2
-        lo, hi = (lo, mid) if power(p, g, mid, r, form) > 1 else (mid, hi)
+        lo, hi = (lo, mid) if power_at(mid) > cap else (mid, hi)
     return lo
+
+
+def solve(p, g, r, form="A"):
+    return clock_at_cap(lambda f: power(p, g, f, r, form))
 
 
 def fit(rows, g, form):
@@ -154,13 +159,8 @@ def power_fits():
             y = np.array([r["P"] for r in micro])
             c, *_ = np.linalg.lstsq(x, y, rcond=None)
             rms = float(np.sqrt(np.mean((y - x @ c) ** 2)))
-            got = {}
-            for r in gemms:
-                lo, hi = 0.3, FMAX
-                for _ in range(50):
-                    mid = (lo + hi) / 2
-                    lo, hi = (lo, mid) if np.dot(c, _power_features(r, mid, g, form)) > POWER_CAP_W else (mid, hi)
-                got[r["run"], r["name"]] = lo
+            got = {(r["run"], r["name"]): clock_at_cap(
+                lambda f, r=r: float(np.dot(c, _power_features(r, f, g, form))), POWER_CAP_W) for r in gemms}
             err = [abs(got[k] / meas[k] - 1) * 100 for k in got]
             print(f"g={g} {form:4s} fit rms {rms:5.1f} W | GEMM clocks |err| median {st.median(err):4.1f}% "
                   f"max {max(err):4.1f}% | V2/V1 " + ", ".join(
