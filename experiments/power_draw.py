@@ -36,7 +36,7 @@ KERNELS = ([(name, s, "mma") for name, s in MMA_LOOP_SCHEDULES.items()]
            + [(name, SCHEDULES[name], "gemm") for name in ("v1", "v2", "v2-local", "v2 s3", "v3 s2", "v3 s3")])
 
 
-def _sample(seconds_fn):
+def sample_while(seconds_fn):
     """Run seconds_fn() while nvidia-smi samples; returns (its result, the sample lines)."""
     smi = subprocess.Popen(["nvidia-smi", f"--query-gpu={SMI_FIELDS}", "--format=csv,noheader,nounits",
                             "-lms", "20"], stdout=subprocess.PIPE, text=True)
@@ -46,6 +46,22 @@ def _sample(seconds_fn):
         smi.terminate()
         out, _ = smi.communicate(timeout=10)
     return result, out.strip().splitlines()
+
+
+def looped(run, a, b, seconds: float) -> tuple[int, float]:
+    """Launch run(a, b) back to back, 20 at a time, for `seconds`: (launches, total ms by events)."""
+    import torch
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    t0, n = time.time(), 0
+    start.record()
+    while time.time() - t0 < seconds:
+        for _ in range(20):
+            run(a, b)
+        n += 20
+        torch.cuda.synchronize()
+    end.record()
+    end.synchronize()
+    return n, start.elapsed_time(end)
 
 
 def dump(path: Path, seconds: float, match: list[str]) -> None:
@@ -58,7 +74,7 @@ def dump(path: Path, seconds: float, match: list[str]) -> None:
     a, b = random_operands(M, N, K, "float16", seed=1)
     b = b.t().contiguous().t()
     out = {}
-    _, idle = _sample(lambda: time.sleep(1.0))
+    _, idle = sample_while(lambda: time.sleep(1.0))
     out["smi idle"] = np.array(idle)
     for name, s, kind in KERNELS:
         if match and not any(t in name for t in match):
@@ -70,19 +86,7 @@ def dump(path: Path, seconds: float, match: list[str]) -> None:
             run(a, b)
         torch.cuda.synchronize()
 
-        def loop():
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            t0, n = time.time(), 0
-            start.record()
-            while time.time() - t0 < seconds:
-                for _ in range(20):
-                    run(a, b)
-                n += 20
-                torch.cuda.synchronize()
-            end.record()
-            end.synchronize()
-            return n, start.elapsed_time(end)
-        (launches, ms_total), lines = _sample(loop)
+        (launches, ms_total), lines = sample_while(lambda: looped(run, a, b, seconds))
         out[f"smi {name}"] = np.array(lines)
         out[f"ms {name}"] = np.array([ms_total / launches])
         out[f"probe {name}"] = probe.get()
@@ -90,7 +94,7 @@ def dump(path: Path, seconds: float, match: list[str]) -> None:
     np.savez_compressed(path, **out)
 
 
-def _smi(lines) -> dict:
+def smi_medians(lines) -> dict:
     """Median power (W), SM clock (GHz) and temperature over the second half of the samples."""
     rows = [ln.split(", ") for ln in lines]
     rows = [r for r in rows if len(r) == 4 and all(x.strip() not in ("[N/A]", "") for x in r[1:])]
@@ -106,7 +110,7 @@ def summarize(path: Path) -> list[dict]:
     from .wave_profile import settled
     prof = load_profile(GPU)
     z = np.load(path)
-    rows = [{"kernel": "idle", "kind": "idle", **_smi(z["smi idle"])}]
+    rows = [{"kernel": "idle", "kind": "idle", **smi_medians(z["smi idle"])}]
     for name, s, kind in KERNELS:
         if f"ms {name}" not in z.files:
             continue
@@ -116,7 +120,7 @@ def summarize(path: Path) -> list[dict]:
         tflops = 2 * M * N * K / (ms * 1e-3) / 1e12
         l2_tbs = 0.0 if kind == "mma" else M * N * K * 2 * (1 / s.block_m + 1 / s.block_n) / (ms * 1e-3) / 1e12
         dram_tbs = 0.0 if kind == "mma" else st["replayed_bytes"] / (ms * 1e-3) / 1e12
-        rows.append({"kernel": name, "kind": kind, **_smi(z[f"smi {name}"]), "ms": round(ms, 4),
+        rows.append({"kernel": name, "kind": kind, **smi_medians(z[f"smi {name}"]), "ms": round(ms, 4),
                      "probe_clock_ghz": round(ghz, 3),
                      "tensor_util_per_clock": 0.0 if kind == "load" else round(
                          tflops * 1e12 / (prof.sm_count * prof.tensor_flops_per_clk * ghz * 1e9), 4),

@@ -1,0 +1,132 @@
+"""Board power against the number of busy SMs: one loop, the grid swept from 12 CTAs to 3 per SM.
+python -m experiments.power_sweep --dump FILE.npz [--seconds 2]   (on the H200)
+python -m experiments.power_sweep --summarize FILE.npz [--csv F]  (no GPU)
+
+Why: in runs 34-35 every loop sat at the 700 W cap, each at its own clock, so a power form
+P = p0 + pT T + f^g (b + kt u) + .. could not tell its exponent g (fit_power --power, twelfth
+pass), and g decides what clock a GEMM earns. Here one loop runs on G CTAs (G = 12 .. 396, one
+per SM up to 132). Few busy SMs stay under the cap at the maximum clock: the power grows with
+the busy SMs, and its slope is one SM's power at 1.98 GHz. Once the cap binds, the controller
+lowers the clock as G grows: each point is the same work per SM at another clock, and the clock
+at which n SMs fill the cap is what pins g. The grid goes up and then down again, so that a
+drift in temperature shows as two clocks for one G.
+
+Loops: the WGMMA-only loop (tensor work, no L2 traffic) and the load-only loop (L2 and DRAM
+traffic, no tensor work) of the seed's 128x128x64 2-stage ring (experiments.calibrate_clock),
+K = 131072, B [N, K] as the seed's. `--summarize`: per point the median power, reported clock
+and temperature over the second half of the loop, the clock the last launch's CTAs counted
+(clock64 over globaltimer), the SMs they ran on, and the work per busy SM: tensor activity per
+counted clock, or L2 -> SM bytes per second and the DRAM bytes of an LRU replay of the launch.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from experiments import cli
+from experiments.calibrate_clock import LOAD_LOOP_SCHEDULES, MMA_LOOP_SCHEDULES
+from experiments.power_draw import GPU, looped, sample_while, smi_medians
+
+K = 131072
+LOOPS = {"mma": MMA_LOOP_SCHEDULES["mma loop 128x128x64 s2"], "load": LOAD_LOOP_SCHEDULES["load loop 128x128x64 s2"]}
+# tile rows x tile columns: G = 12, 24, 44, 66, 88, 110, 132 CTAs (one per SM), then 2 and 3 per SM
+GRIDS = [(3, 4), (4, 6), (4, 11), (6, 11), (8, 11), (10, 11), (11, 12), (12, 22), (18, 22)]
+PASSES = [("up", GRIDS), ("down", GRIDS[-2::-1])]
+
+
+def _key(kind, pass_, rows, cols):
+    return f"{kind} {rows * cols} {pass_}"
+
+
+def dump(path: Path, seconds: float) -> None:
+    import torch
+
+    from gemm.kernels import KernelConfig
+
+    from .probe import probed_launcher
+    from .reference import random_operands
+    out = {}
+    for kind, s in LOOPS.items():
+        config = KernelConfig(s, "float16", "k", "k", clock_probe=True, mma_loop_only=kind == "mma",
+                              load_loop_only=kind == "load")
+        _, idle = sample_while(lambda: time.sleep(1.0))
+        out[f"smi {kind} idle"] = np.array(idle)
+        for pass_, grids in PASSES:
+            for rows, cols in grids:
+                m, n = rows * s.block_m, cols * s.block_n
+                a, b = random_operands(m, n, K, "float16", seed=rows * 100 + cols)
+                b = b.t().contiguous().t()
+                run, probe, _ = probed_launcher(config, m, n, K)
+                for _ in range(20):
+                    run(a, b)
+                torch.cuda.synchronize()
+                (launches, ms_total), lines = sample_while(lambda: looped(run, a, b, seconds))
+                key = _key(kind, pass_, rows, cols)
+                out[f"smi {key}"] = np.array(lines)
+                out[f"ms {key}"] = np.array([ms_total / launches])
+                out[f"probe {key}"] = probe.get()
+                out[f"grid {key}"] = np.array([rows, cols])
+                print(f"{key}: {launches} launches, {ms_total / launches:.3f} ms each, {len(lines)} samples",
+                      flush=True)
+                del a, b
+    np.savez_compressed(path, **out)
+
+
+def summarize(path: Path) -> list[dict]:
+    from sim.hardware import load_profile
+    from sim.l2cache import probe_timeline, replay
+    prof = load_profile(GPU)
+    z = np.load(path)
+    rows_out = []
+    for kind, s in LOOPS.items():
+        if f"smi {kind} idle" not in z.files:
+            continue
+        rows_out.append({"loop": kind, "pass": "idle", "ctas": 0, "busy_sms": 0, **smi_medians(z[f"smi {kind} idle"])})
+        for pass_, grids in PASSES:
+            for rows, cols in grids:
+                key = _key(kind, pass_, rows, cols)
+                if f"ms {key}" not in z.files:
+                    continue
+                m, n = rows * s.block_m, cols * s.block_n
+                ms = float(z[f"ms {key}"][0])
+                rec = np.asarray(z[f"probe {key}"]).astype(np.int64)
+                starts, durations = probe_timeline(rec)
+                counted = float(np.median((rec[:, 2] - rec[:, 0]) / (durations * 1e3)))
+                busy = len(np.unique(rec[:, 4]))
+                row = {"loop": kind, "pass": pass_, "ctas": rows * cols, "busy_sms": busy,
+                       **smi_medians(z[f"smi {key}"]), "ms": round(ms, 4), "probe_clock_ghz": round(counted, 3)}
+                if kind == "mma":  # tensor activity per busy SM per counted clock
+                    flops = 2 * m * n * K
+                    row["tensor_util_per_clock"] = round(
+                        flops / (ms * 1e-3) / (busy * prof.tensor_flops_per_clk * counted * 1e9), 4)
+                else:  # every CTA's A and B panels, and what an LRU replay of the launch misses
+                    l2 = m * n * K * 2 * (1 / s.block_m + 1 / s.block_n)
+                    dram = replay(s, m, n, K, starts, durations, prof.l2_lru_bytes, slices_per_step=8)["hbm_read_bytes"]
+                    row["l2_to_sm_tbs"] = round(l2 / (ms * 1e-3) / 1e12, 3)
+                    row["dram_tbs"] = round(dram / (ms * 1e-3) / 1e12, 3)
+                rows_out.append(row)
+    return rows_out
+
+
+def main(argv=None):
+    ap = cli.dump_summarize_parser(__doc__, "sweep the grid of each loop while nvidia-smi samples")
+    ap.add_argument("--seconds", type=float, default=2.0)
+    args = cli.parse(ap, argv)
+    if args.dump:
+        dump(args.dump, args.seconds)
+    rows = summarize(args.record)
+    if args.csv:
+        cli.write_csv(args.csv, rows, "board power against busy SMs (nvidia-smi power.draw.instant every 20 ms, median "
+                      f"of the second half of each point); python -m experiments.power_sweep --summarize {args.record}")
+    print(f"{'loop':5s} {'pass':5s} {'CTAs':>5s} {'SMs':>4s} {'W':>6s} {'GHz':>5s} {'probe':>5s} {'degC':>5s} "
+          f"{'u/clk':>6s} {'L2 TB/s':>8s} {'DRAM':>5s}")
+    for r in rows:
+        print(f"{r['loop']:5s} {r['pass']:5s} {r['ctas']:5d} {r['busy_sms']:4d} {r['power_w']:6.1f} "
+              f"{r['smi_clock_ghz']:5.2f} {r.get('probe_clock_ghz', 0):5.2f} {r['temp_c']:5.1f} "
+              f"{r.get('tensor_util_per_clock', 0):6.3f} {r.get('l2_to_sm_tbs', 0):8.2f} {r.get('dram_tbs', 0):5.2f}")
+
+
+if __name__ == "__main__":
+    main()
