@@ -36,16 +36,39 @@ KERNELS = ([(name, s, "mma") for name, s in MMA_LOOP_SCHEDULES.items()]
            + [(name, SCHEDULES[name], "gemm") for name in ("v1", "v2", "v2-local", "v2 s3", "v3 s2", "v3 s3")])
 
 
-def sample_while(seconds_fn):
-    """Run seconds_fn() while nvidia-smi samples; returns (its result, the sample lines)."""
-    smi = subprocess.Popen(["nvidia-smi", f"--query-gpu={SMI_FIELDS}", "--format=csv,noheader,nounits",
-                            "-lms", "20"], stdout=subprocess.PIPE, text=True)
+def sample_while(seconds_fn, memory_power: bool = False):
+    """Run seconds_fn() while nvidia-smi samples: (its result, the sample lines, and with
+    `memory_power` the lines of `nvidia-smi -q -d POWER` every 100 ms, which alone reports the
+    memory's own power: see memory_power_w)."""
+    cmds = [["nvidia-smi", f"--query-gpu={SMI_FIELDS}", "--format=csv,noheader,nounits", "-lms", "20"]]
+    if memory_power:
+        cmds.append(["nvidia-smi", "-q", "-d", "POWER", "-lms", "100"])
+    procs = [subprocess.Popen(c, stdout=subprocess.PIPE, text=True) for c in cmds]
     try:
         result = seconds_fn()
     finally:
-        smi.terminate()
-        out, _ = smi.communicate(timeout=10)
-    return result, out.strip().splitlines()
+        outs = []
+        for proc in procs:
+            proc.terminate()
+            outs.append(proc.communicate(timeout=10)[0].strip().splitlines())
+    return result, outs[0], outs[1] if memory_power else []
+
+
+def memory_power_w(detail_lines) -> float | None:
+    """Median over the second half of the 'GPU Memory Power Readings' average power draws (W)
+    in `nvidia-smi -q -d POWER` output; None when the section or its values are missing."""
+    values, in_memory = [], False
+    for line in detail_lines:
+        text = line.strip()
+        if text.endswith("Power Readings"):
+            in_memory = text == "GPU Memory Power Readings"
+        elif in_memory and text.startswith("Average Power Draw"):
+            try:
+                values.append(float(text.split(":")[1].split()[0]))
+            except (IndexError, ValueError):  # N/A
+                pass
+    half = values[len(values) // 2:]
+    return round(float(np.median(half)), 1) if half else None
 
 
 def looped(run, a, b, seconds: float) -> tuple[int, float]:
@@ -64,7 +87,7 @@ def looped(run, a, b, seconds: float) -> tuple[int, float]:
     return n, start.elapsed_time(end)
 
 
-def dump(path: Path, seconds: float, match: list[str]) -> None:
+def dump(path: Path, seconds: float, match: list[str], memory_power: bool = False) -> None:
     import torch
 
     from gemm.kernels import KernelConfig
@@ -74,8 +97,10 @@ def dump(path: Path, seconds: float, match: list[str]) -> None:
     a, b = random_operands(M, N, K, "float16", seed=1)
     b = b.t().contiguous().t()
     out = {}
-    _, idle = sample_while(lambda: time.sleep(1.0))
+    _, idle, detail = sample_while(lambda: time.sleep(1.0), memory_power)
     out["smi idle"] = np.array(idle)
+    if memory_power:
+        out["detail idle"] = np.array(detail)
     for name, s, kind in KERNELS:
         if match and not any(t in name for t in match):
             continue
@@ -86,8 +111,10 @@ def dump(path: Path, seconds: float, match: list[str]) -> None:
             run(a, b)
         torch.cuda.synchronize()
 
-        (launches, ms_total), lines = sample_while(lambda: looped(run, a, b, seconds))
+        (launches, ms_total), lines, detail = sample_while(lambda: looped(run, a, b, seconds), memory_power)
         out[f"smi {name}"] = np.array(lines)
+        if memory_power:
+            out[f"detail {name}"] = np.array(detail)
         out[f"ms {name}"] = np.array([ms_total / launches])
         out[f"probe {name}"] = probe.get()
         print(f"{name}: {launches} launches, {ms_total / launches:.3f} ms each, {len(lines)} samples", flush=True)
@@ -110,7 +137,9 @@ def summarize(path: Path) -> list[dict]:
     from .wave_profile import settled
     prof = load_profile(GPU)
     z = np.load(path)
-    rows = [{"kernel": "idle", "kind": "idle", **smi_medians(z["smi idle"])}]
+    mem = lambda key: ({"memory_power_w": memory_power_w(z[f"detail {key}"])}  # noqa: E731
+                       if f"detail {key}" in z.files else {})
+    rows = [{"kernel": "idle", "kind": "idle", **smi_medians(z["smi idle"]), **mem("idle")}]
     for name, s, kind in KERNELS:
         if f"ms {name}" not in z.files:
             continue
@@ -120,7 +149,7 @@ def summarize(path: Path) -> list[dict]:
         tflops = 2 * M * N * K / (ms * 1e-3) / 1e12
         l2_tbs = 0.0 if kind == "mma" else M * N * K * 2 * (1 / s.block_m + 1 / s.block_n) / (ms * 1e-3) / 1e12
         dram_tbs = 0.0 if kind == "mma" else st["replayed_bytes"] / (ms * 1e-3) / 1e12
-        rows.append({"kernel": name, "kind": kind, **smi_medians(z[f"smi {name}"]), "ms": round(ms, 4),
+        rows.append({"kernel": name, "kind": kind, **smi_medians(z[f"smi {name}"]), **mem(name), "ms": round(ms, 4),
                      "probe_clock_ghz": round(ghz, 3),
                      "tensor_util_per_clock": 0.0 if kind == "load" else round(
                          tflops * 1e12 / (prof.sm_count * prof.tensor_flops_per_clk * ghz * 1e9), 4),
@@ -133,9 +162,10 @@ def main(argv=None):
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--match", action="append", default=[], metavar="TEXT",
                     help="with --dump: only the kernels whose name contains TEXT (repeatable)")
+    ap.add_argument("--memory-power", action="store_true", help="with --dump: also sample the memory's own power")
     args = cli.parse(ap, argv)
     if args.dump:
-        dump(args.dump, args.seconds, args.match)
+        dump(args.dump, args.seconds, args.match, args.memory_power)
     rows = summarize(args.record)
     if args.csv:
         cli.write_csv(args.csv, rows, "board power (nvidia-smi power.draw.instant, every 20 ms, median of the second "

@@ -27,7 +27,7 @@ import numpy as np
 
 from experiments import cli
 from experiments.calibrate_clock import LOAD_LOOP_SCHEDULES, MMA_LOOP_SCHEDULES
-from experiments.power_draw import GPU, looped, sample_while, smi_medians
+from experiments.power_draw import GPU, looped, memory_power_w, sample_while, smi_medians
 
 K = 131072
 LOOPS = {"mma": MMA_LOOP_SCHEDULES["mma loop 128x128x64 s2"], "load": LOAD_LOOP_SCHEDULES["load loop 128x128x64 s2"]}
@@ -40,7 +40,7 @@ def _key(kind, pass_, rows, cols):
     return f"{kind} {rows * cols} {pass_}"
 
 
-def dump(path: Path, seconds: float) -> None:
+def dump(path: Path, seconds: float, match: list[str], memory_power: bool) -> None:
     import torch
 
     from gemm.kernels import KernelConfig
@@ -51,10 +51,16 @@ def dump(path: Path, seconds: float) -> None:
     for kind, s in LOOPS.items():
         config = KernelConfig(s, "float16", "k", "k", clock_probe=True, mma_loop_only=kind == "mma",
                               load_loop_only=kind == "load")
-        _, idle = sample_while(lambda: time.sleep(1.0))
+        if match and not any(t in f"{kind} {r * c} {p}" for p, grids in PASSES for r, c in grids for t in match):
+            continue
+        _, idle, detail = sample_while(lambda: time.sleep(1.0), memory_power)
         out[f"smi {kind} idle"] = np.array(idle)
+        out[f"detail {kind} idle"] = np.array(detail)
         for pass_, grids in PASSES:
             for rows, cols in grids:
+                key = _key(kind, pass_, rows, cols)
+                if match and not any(t in key for t in match):
+                    continue
                 m, n = rows * s.block_m, cols * s.block_n
                 a, b = random_operands(m, n, K, "float16", seed=rows * 100 + cols)
                 b = b.t().contiguous().t()
@@ -62,15 +68,14 @@ def dump(path: Path, seconds: float) -> None:
                 for _ in range(20):
                     run(a, b)
                 torch.cuda.synchronize()
-                (launches, ms_total), lines = sample_while(lambda: looped(run, a, b, seconds))
-                key = _key(kind, pass_, rows, cols)
+                (launches, ms_total), lines, detail = sample_while(lambda: looped(run, a, b, seconds), memory_power)
                 out[f"smi {key}"] = np.array(lines)
+                out[f"detail {key}"] = np.array(detail)
                 out[f"ms {key}"] = np.array([ms_total / launches])
                 out[f"probe {key}"] = probe.get()
                 out[f"grid {key}"] = np.array([rows, cols])
                 print(f"{key}: {launches} launches, {ms_total / launches:.3f} ms each, {len(lines)} samples",
                       flush=True)
-                del a, b
     np.savez_compressed(path, **out)
 
 
@@ -80,10 +85,13 @@ def summarize(path: Path) -> list[dict]:
     prof = load_profile(GPU)
     z = np.load(path)
     rows_out = []
+    mem = lambda key: ({"memory_power_w": memory_power_w(z[f"detail {key}"])}  # noqa: E731
+                       if f"detail {key}" in z.files and len(z[f"detail {key}"]) else {})
     for kind, s in LOOPS.items():
         if f"smi {kind} idle" not in z.files:
             continue
-        rows_out.append({"loop": kind, "pass": "idle", "ctas": 0, "busy_sms": 0, **smi_medians(z[f"smi {kind} idle"])})
+        rows_out.append({"loop": kind, "pass": "idle", "ctas": 0, "busy_sms": 0, **smi_medians(z[f"smi {kind} idle"]),
+                         **mem(f"{kind} idle")})
         for pass_, grids in PASSES:
             for rows, cols in grids:
                 key = _key(kind, pass_, rows, cols)
@@ -96,7 +104,7 @@ def summarize(path: Path) -> list[dict]:
                 counted = float(np.median((rec[:, 2] - rec[:, 0]) / (durations * 1e3)))
                 busy = len(np.unique(rec[:, 4]))
                 row = {"loop": kind, "pass": pass_, "ctas": rows * cols, "busy_sms": busy,
-                       **smi_medians(z[f"smi {key}"]), "ms": round(ms, 4), "probe_clock_ghz": round(counted, 3)}
+                       **smi_medians(z[f"smi {key}"]), **mem(key), "ms": round(ms, 4), "probe_clock_ghz": round(counted, 3)}
                 if kind == "mma":  # tensor activity per busy SM per counted clock
                     flops = 2 * m * n * K
                     row["tensor_util_per_clock"] = round(
@@ -113,9 +121,12 @@ def summarize(path: Path) -> list[dict]:
 def main(argv=None):
     ap = cli.dump_summarize_parser(__doc__, "sweep the grid of each loop while nvidia-smi samples")
     ap.add_argument("--seconds", type=float, default=2.0)
+    ap.add_argument("--match", action="append", default=[], metavar="TEXT",
+                    help="with --dump: only the points whose key ('mma 132 up', 'load 264 down') contains TEXT")
+    ap.add_argument("--memory-power", action="store_true", help="with --dump: also sample the memory's own power")
     args = cli.parse(ap, argv)
     if args.dump:
-        dump(args.dump, args.seconds)
+        dump(args.dump, args.seconds, args.match, args.memory_power)
     rows = summarize(args.record)
     if args.csv:
         cli.write_csv(args.csv, rows, "board power against busy SMs (nvidia-smi power.draw.instant every 20 ms, median "
@@ -125,7 +136,8 @@ def main(argv=None):
     for r in rows:
         print(f"{r['loop']:5s} {r['pass']:5s} {r['ctas']:5d} {r['busy_sms']:4d} {r['power_w']:6.1f} "
               f"{r['smi_clock_ghz']:5.2f} {r.get('probe_clock_ghz', 0):5.2f} {r['temp_c']:5.1f} "
-              f"{r.get('tensor_util_per_clock', 0):6.3f} {r.get('l2_to_sm_tbs', 0):8.2f} {r.get('dram_tbs', 0):5.2f}")
+              f"{r.get('tensor_util_per_clock', 0):6.3f} {r.get('l2_to_sm_tbs', 0):8.2f} {r.get('dram_tbs', 0):5.2f}"
+              + (f" {r['memory_power_w']:6.1f} W memory" if r.get("memory_power_w") else ""))
 
 
 if __name__ == "__main__":
