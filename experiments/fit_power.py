@@ -23,6 +23,16 @@ WGMMA-only and the load-only loops alone, with the GPU's temperature as a term:
   L, H the L2 -> SM and DRAM TB/s ("flat": the L2 traffic's power off the SM's voltage;
   "volt": on it). Each GEMM's clock is then solved at a 690 W cap from its measured activity
   per clock and temperature, and set beside the clock its probe read.
+
+`--sweep` (thirteenth pass): the board power against the number of busy SMs (runs 36-37,
+experiments/power_sweep.py). (1) The WGMMA-only loop under the cap at 1.98 GHz gives P linear
+in the busy SMs x u; each point where the cap lowers the clock then gives g on its own:
+P - P_base = k U (f / f0)^g. (2) The memory's own power against the DRAM TB/s. (3) A form
+fitted on the two sweeps and run 37's whole-grid load loops alone, the board power less the
+memory's measured power:
+    P_core = c0 + cT*T + kt*U*(f/1.8)^g + kl*L + kd*H   (U = busy SMs x u; L, H TB/s)
+and each GEMM of runs 36-37 (held out) solved for its clock at the 690 W cap with its own
+memory power and activity per clock.
 """
 from __future__ import annotations
 
@@ -167,11 +177,100 @@ def power_fits():
                       f"{run} {got[run, 'v2'] / got[run, 'v1'] - 1:+.3f}" for run in POWER_RUNS))
 
 
+SWEEP_RUNS = {"mma": "run36", "load": "run37"}  # which run swept which loop
+GEMM_RUNS = ("run36", "run37")
+SWEEP_F0 = 1.8  # GHz: the counted clock the WGMMA-only loop holds under the cap
+
+
+def _num(r, key):
+    return float(r.get(key) or 0)
+
+
+def sweep_rows():
+    """(WGMMA-only sweep, load-only sweep, run 37's whole-grid load loops, GEMM rows by run)."""
+    def sweep(kind):
+        return [r for r in _rows(Path("logs") / SWEEP_RUNS[kind] / "power_sweep.csv")
+                if r["loop"] == kind and r["pass"] != "idle"]
+    draws = {run: _rows(Path("logs") / run / "power_draw.csv") for run in GEMM_RUNS}
+    return (sweep("mma"), sweep("load"), [r for r in draws["run37"] if r["kind"] == "load"],
+            {run: [r for r in rows if r["kind"] == "gemm"] for run, rows in draws.items()})
+
+
+def g_by_capped_point(mma) -> list[tuple[str, float]]:
+    """g from each capped point of the WGMMA-only sweep, given the uncapped points' line
+    P = p0 + k U at their counted clock f0: g = ln((P - p0) / (k U)) / ln(f / f0)."""
+    free = [r for r in mma if _num(r, "smi_clock_ghz") >= FMAX - 0.005]
+    x = np.array([[1.0, _num(r, "busy_sms") * _num(r, "tensor_util_per_clock")] for r in free])
+    (p0, k), *_ = np.linalg.lstsq(x, np.array([_num(r, "power_w") for r in free]), rcond=None)
+    f0 = float(np.mean([_num(r, "probe_clock_ghz") for r in free]))
+    out = []
+    for r in mma:
+        f = _num(r, "probe_clock_ghz")
+        if r in free or f > 0.97 * f0:  # too near the top for the logarithm
+            continue
+        u = _num(r, "busy_sms") * _num(r, "tensor_util_per_clock")
+        out.append((f"{r['ctas']} {r['pass']}", float(np.log((_num(r, "power_w") - p0) / (k * u)) / np.log(f / f0))))
+    return out
+
+
+def _core_features(r, kind, g, f=None):
+    """The core form's terms at counted clock f (activity per clock held)."""
+    fc = _num(r, "probe_clock_ghz")
+    f = f or fc
+    busy = _num(r, "busy_sms") if kind == "mma" else 132.0
+    u = busy * _num(r, "tensor_util_per_clock")
+    return [1.0, _num(r, "temp_c"), u * (f / SWEEP_F0) ** g, _num(r, "l2_to_sm_tbs") * f / fc,
+            _num(r, "dram_tbs") * f / fc]
+
+
+MEMORY_IDLE_W = 44.0  # the WGMMA-only sweep moves no DRAM bytes and was not sampled: the idle memory
+
+
+def sweep_fits():
+    mma, load, whole, gemms = sweep_rows()
+    gs = g_by_capped_point(mma)
+    print("g from each capped point of the WGMMA-only sweep (counted clock): "
+          + ", ".join(f"{name} {g:.2f}" for name, g in gs) + f"; median {st.median(g for _, g in gs):.2f}")
+    rail = [r for r in load + whole + gemms["run37"] if r.get("memory_power_w")]
+    x = np.array([[1.0, _num(r, "dram_tbs")] for r in rail])
+    (m0, km), *_ = np.linalg.lstsq(x, np.array([_num(r, "memory_power_w") for r in rail]), rcond=None)
+    print(f"memory's own power: {m0:.1f} W + {km:.1f} W per TB/s of DRAM ({len(rail)} rows)")
+    memory = {id(r): _num(r, "memory_power_w") if r.get("memory_power_w") else MEMORY_IDLE_W for r in mma + load + whole}
+    fitted = [(r, "mma") for r in mma] + [(r, "load") for r in load + whole]
+    measured = {(run, r["kernel"]): _num(r, "probe_clock_ghz") for run, rows in gemms.items() for r in rows}
+    results = {}
+    for g in (2.5, 3.0, 3.5):
+        x = np.array([_core_features(r, kind, g) for r, kind in fitted])
+        y = np.array([_num(r, "power_w") - memory[id(r)] for r, _ in fitted])
+        c, *_ = np.linalg.lstsq(x, y, rcond=None)
+        rms = float(np.sqrt(np.mean((y - x @ c) ** 2)))
+        got = {}
+        for run, rows in gemms.items():
+            for r in rows:
+                mem = _num(r, "memory_power_w") if r.get("memory_power_w") else m0 + km * _num(r, "dram_tbs")
+                got[run, r["kernel"]] = clock_at_cap(
+                    lambda f, r=r, mem=mem: float(np.dot(c, _core_features(r, "gemm", g, f))) + mem, POWER_CAP_W)
+        err = {key: got[key] / measured[key] - 1 for key in got}
+        e = [abs(v) * 100 for v in err.values()]
+        print(f"g={g}: core fit rms {rms:4.1f} W | GEMM clocks |err| median {st.median(e):4.1f}% max {max(e):4.1f}% | "
+              + " ".join(f"{run[-2:]} {name} {v * 100:+.1f}" for (run, name), v in err.items()))
+        print("        V2/V1 clock predicted " + ", ".join(
+            f"{run} {got[run, 'v2'] / got[run, 'v1'] - 1:+.3f}" for run in GEMM_RUNS) + ", measured " + ", ".join(
+            f"{run} {measured[run, 'v2'] / measured[run, 'v1'] - 1:+.3f}" for run in GEMM_RUNS))
+        results[g] = {"rms_w": rms, "err": err, "v2_over_v1": {run: got[run, "v2"] / got[run, "v1"] for run in GEMM_RUNS}}
+    return {"g_points": gs, "memory": (m0, km), "fits": results}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--power", action="store_true", help="fit the measured board power (runs 34-35) instead")
-    if ap.parse_args(argv).power:
+    ap.add_argument("--sweep", action="store_true", help="fit the busy-SM sweeps (runs 36-37) instead")
+    args = ap.parse_args(argv)
+    if args.power:
         power_fits()
+        return
+    if args.sweep:
+        sweep_fits()
         return
     mma, ld, clk = load()
     print("measured: V2/V1 clock %+.3f, local/V1 %+.3f" % (clk[1]["f"] / clk[0]["f"] - 1, clk[2]["f"] / clk[0]["f"] - 1))
