@@ -157,25 +157,42 @@ def summarize(path: Path) -> list[dict]:
     return rows
 
 
-def main(argv=None):
-    ap = cli.dump_summarize_parser(__doc__, "loop the kernels while nvidia-smi samples")
-    ap.add_argument("--seconds", type=float, default=3.0)
-    ap.add_argument("--match", action="append", default=[], metavar="TEXT",
-                    help="with --dump: only the kernels whose name contains TEXT (repeatable)")
+def parse_power_cli(doc: str, dump_help: str, seconds: float, match_help: str, argv=None):
+    """The command line power_draw and power_sweep share: --dump/--summarize/--csv, the seconds
+    per kernel, --match, --memory-power."""
+    ap = cli.dump_summarize_parser(doc, dump_help)
+    ap.add_argument("--seconds", type=float, default=seconds)
+    ap.add_argument("--match", action="append", default=[], metavar="TEXT", help=f"with --dump: {match_help}")
     ap.add_argument("--memory-power", action="store_true", help="with --dump: also sample the memory's own power")
-    args = cli.parse(ap, argv)
+    return cli.parse(ap, argv)
+
+
+def dump_then_summarize(args, dump_fn, summarize_fn, csv_comment: str, module: str) -> list[dict]:
+    """--dump (on the H200) if asked, then the summary rows of the record, written to --csv
+    under a comment that names the command (python -m `module` --summarize RECORD)."""
     if args.dump:
-        dump(args.dump, args.seconds, args.match, args.memory_power)
-    rows = summarize(args.record)
+        dump_fn(args.dump, args.seconds, args.match, args.memory_power)
+    rows = summarize_fn(args.record)
     if args.csv:
-        cli.write_csv(args.csv, rows, "board power (nvidia-smi power.draw.instant, every 20 ms, median of the second "
-                      "half) of each kernel looped after 20 warm-ups; python -m experiments.power_draw --summarize "
-                      f"{args.record}")
-    print(f"{'kernel':26s} {'W':>6s} {'GHz':>5s} {'probe':>5s} {'degC':>5s} {'u/clk':>6s} {'L2 TB/s':>8s} {'DRAM':>5s}")
+        cli.write_csv(args.csv, rows, f"{csv_comment}; python -m {module} --summarize {args.record}")
+    return rows
+
+
+def main(argv=None):
+    args = parse_power_cli(__doc__, "loop the kernels while nvidia-smi samples", 3.0,
+                           "only the kernels whose name contains TEXT (repeatable)", argv)
+    rows = dump_then_summarize(args, dump, summarize, "board power (nvidia-smi power.draw.instant, every 20 ms, median "
+                               "of the second half) of each kernel looped after 20 warm-ups", "experiments.power_draw")
+    print_power_rows(rows, f"{'kernel':26s}", lambda r: f"{r['kernel']:26s}")
+
+
+def print_power_rows(rows, header: str, lead) -> None:
+    """One line per row: lead(row), then the power, clocks, temperature and activity columns."""
+    print(f"{header} {'W':>6s} {'GHz':>5s} {'probe':>5s} {'degC':>5s} {'u/clk':>6s} {'L2 TB/s':>8s} {'DRAM':>5s}")
     for r in rows:
-        print(f"{r['kernel']:26s} {r['power_w']:6.1f} {r['smi_clock_ghz']:5.2f} {r.get('probe_clock_ghz', 0):5.2f} "
+        print(f"{lead(r)} {r['power_w']:6.1f} {r['smi_clock_ghz']:5.2f} {r.get('probe_clock_ghz', 0):5.2f} "
               f"{r['temp_c']:5.1f} {r.get('tensor_util_per_clock', 0):6.3f} {r.get('l2_to_sm_tbs', 0):8.2f} "
-              f"{r.get('dram_tbs', 0):5.2f}")
+              f"{r.get('dram_tbs', 0):5.2f}" + (f" {r['memory_power_w']:6.1f} W memory" if r.get("memory_power_w") else ""))
 
 
 if __name__ == "__main__":

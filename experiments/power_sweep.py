@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments import cli
 from experiments.calibrate_clock import LOAD_LOOP_SCHEDULES, MMA_LOOP_SCHEDULES
-from experiments.power_draw import GPU, looped, memory_power_w, sample_while, smi_medians
+from experiments.power_draw import (GPU, dump_then_summarize, looped, memory_power_w, parse_power_cli,
+                                     print_power_rows, sample_while, smi_medians)
 
 K = 131072
 LOOPS = {"mma": MMA_LOOP_SCHEDULES["mma loop 128x128x64 s2"], "load": LOAD_LOOP_SCHEDULES["load loop 128x128x64 s2"]}
@@ -119,25 +119,12 @@ def summarize(path: Path) -> list[dict]:
 
 
 def main(argv=None):
-    ap = cli.dump_summarize_parser(__doc__, "sweep the grid of each loop while nvidia-smi samples")
-    ap.add_argument("--seconds", type=float, default=2.0)
-    ap.add_argument("--match", action="append", default=[], metavar="TEXT",
-                    help="with --dump: only the points whose key ('mma 132 up', 'load 264 down') contains TEXT")
-    ap.add_argument("--memory-power", action="store_true", help="with --dump: also sample the memory's own power")
-    args = cli.parse(ap, argv)
-    if args.dump:
-        dump(args.dump, args.seconds, args.match, args.memory_power)
-    rows = summarize(args.record)
-    if args.csv:
-        cli.write_csv(args.csv, rows, "board power against busy SMs (nvidia-smi power.draw.instant every 20 ms, median "
-                      f"of the second half of each point); python -m experiments.power_sweep --summarize {args.record}")
-    print(f"{'loop':5s} {'pass':5s} {'CTAs':>5s} {'SMs':>4s} {'W':>6s} {'GHz':>5s} {'probe':>5s} {'degC':>5s} "
-          f"{'u/clk':>6s} {'L2 TB/s':>8s} {'DRAM':>5s}")
-    for r in rows:
-        print(f"{r['loop']:5s} {r['pass']:5s} {r['ctas']:5d} {r['busy_sms']:4d} {r['power_w']:6.1f} "
-              f"{r['smi_clock_ghz']:5.2f} {r.get('probe_clock_ghz', 0):5.2f} {r['temp_c']:5.1f} "
-              f"{r.get('tensor_util_per_clock', 0):6.3f} {r.get('l2_to_sm_tbs', 0):8.2f} {r.get('dram_tbs', 0):5.2f}"
-              + (f" {r['memory_power_w']:6.1f} W memory" if r.get("memory_power_w") else ""))
+    args = parse_power_cli(__doc__, "sweep the grid of each loop while nvidia-smi samples", 2.0,
+                           "only the points whose key ('mma 132 up', 'load 264 down') contains TEXT", argv)
+    rows = dump_then_summarize(args, dump, summarize, "board power against busy SMs (nvidia-smi power.draw.instant "
+                               "every 20 ms, median of the second half of each point)", "experiments.power_sweep")
+    print_power_rows(rows, f"{'loop':5s} {'pass':5s} {'CTAs':>5s} {'SMs':>4s}",
+                     lambda r: f"{r['loop']:5s} {r['pass']:5s} {r['ctas']:5d} {r['busy_sms']:4d}")
 
 
 if __name__ == "__main__":
