@@ -1,0 +1,137 @@
+"""Each kernel from a rested GPU: the time of every launch while the power cap pulls the clock down.
+python -m experiments.clock_transient --dump FILE.npz [--launches 300] [--rest 4]   (on the H200)
+python -m experiments.clock_transient --summarize FILE.npz                         (no GPU)
+
+Why: looped for seconds (runs 35-37, power_draw.csv) V2 takes 1.98-2.00 ms against V1's
+2.09-2.12, 5-6% ahead, as the model orders them at one clock; timed as the seed times them
+(run 31: 20 warm-ups, ten launches) V1 is 2.5% ahead, and the seed has V1 4% ahead. The clock
+sits at 1.98 GHz while the GPU rests and the 700 W cap takes ~0.1 s to bring it down, so a
+short timing window sees part of that fall. This measures it. Per kernel, after `--rest`
+seconds idle: `--launches` launches back to back, a CUDA event before each and after the
+last (no synchronization in between), while nvidia-smi samples the board power and the
+clock every 20 ms. Two passes, the kernels in one order and then the other, so that the
+order of the kernels and the GPU's warming are not taken for the kernels' own behaviour.
+
+`--summarize`: per kernel and pass, the median TFLOPS over windows of launch numbers: the
+first five; 5-35 (DESIGN.md's protocol: five warm-ups, then about 30 timed); 20-30 (run 31's
+protocol); and from 100 on (the steady state); the time (ms after the first launch) by which
+the reported clock has come down; and V2 / V1 in each window.
+"""
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+from experiments import cli
+from experiments.hbm_bytes import SCHEDULES
+from experiments.power_draw import sample_while
+
+KERNELS = ("v1", "v2", "v2-local", "v3 s2")
+M = N = K = 8192
+SMI_TIME = "%Y/%m/%d %H:%M:%S.%f"
+WINDOWS = {"first 5": (0, 5), "5-35": (5, 35), "20-30": (20, 30), "100+": (100, None)}
+
+
+def dump(path: Path, launches: int, rest: float) -> None:
+    import torch
+
+    from gemm.kernels import KernelConfig
+
+    from .probe import probed_launcher
+    from .reference import random_operands
+    a, b = random_operands(M, N, K, "float16", seed=1)
+    b = b.t().contiguous().t()
+    runs = {name: probed_launcher(KernelConfig(SCHEDULES[name], "float16", "k", "k", clock_probe=True), M, N, K)[0]
+            for name in KERNELS}
+    for run in runs.values():  # load each module and touch each kernel once, then rest
+        run(a, b)
+    torch.cuda.synchronize()
+    out = {}
+    for pass_, order in (("forward", KERNELS), ("reverse", KERNELS[::-1])):
+        for name in order:
+            events = [torch.cuda.Event(enable_timing=True) for _ in range(launches + 1)]
+
+            def rest_then_launch(run=runs[name], events=events):
+                time.sleep(rest)
+                t0 = datetime.now().strftime(SMI_TIME)  # nvidia-smi's clock and format: local time
+                for i in range(launches):
+                    events[i].record()
+                    run(a, b)
+                events[-1].record()
+                events[-1].synchronize()
+                return t0
+            t0, lines, _ = sample_while(rest_then_launch)
+            key = f"{name} {pass_}"
+            out[f"ms {key}"] = np.array([events[i].elapsed_time(events[i + 1]) for i in range(launches)])
+            out[f"t0 {key}"] = np.array(t0)
+            out[f"smi {key}"] = np.array(lines)
+            ms = out[f"ms {key}"]
+            print(f"{key}: first {ms[0]:.3f} ms, launches 5-35 {np.median(ms[5:35]):.3f}, "
+                  f"100+ {np.median(ms[100:]):.3f}", flush=True)
+    out["device"] = np.array(torch.cuda.get_device_name())
+    np.savez_compressed(path, **out)
+
+
+def _smi_series(lines, t0: str):
+    """(seconds after t0, power W, reported clock GHz) of each sample."""
+    start = datetime.strptime(t0, SMI_TIME)
+    out = []
+    for line in lines:
+        parts = [p.strip() for p in str(line).split(",")]
+        if len(parts) != 4 or "N/A" in line:
+            continue
+        stamp = datetime.strptime(parts[0], SMI_TIME)
+        out.append(((stamp - start).total_seconds(), float(parts[1]), float(parts[2]) / 1e3))
+    return np.array(out)
+
+
+def summarize(path: Path) -> list[dict]:
+    z = np.load(path)
+    rows = []
+    for pass_ in ("forward", "reverse"):
+        for name in KERNELS:
+            key = f"{name} {pass_}"
+            if f"ms {key}" not in z.files:
+                continue
+            ms = z[f"ms {key}"]
+            row = {"kernel": name, "pass": pass_}
+            for label, (lo, hi) in WINDOWS.items():
+                row[f"tflops {label}"] = round(2 * M * N * K / (float(np.median(ms[lo:hi])) * 1e-3) / 1e12, 1)
+            smi = _smi_series(z[f"smi {key}"], str(z[f"t0 {key}"]))
+            busy = smi[(smi[:, 0] >= 0) & (smi[:, 0] <= ms.sum() / 1e3)]
+            steady = float(np.median(busy[len(busy) // 2:, 2])) if len(busy) else float("nan")
+            down = busy[busy[:, 2] <= steady + 0.03]
+            row["steady_smi_clock_ghz"] = round(steady, 3)
+            row["clock_down_ms"] = round(float(down[0, 0]) * 1e3) if len(down) else None
+            row["launches_ms"] = round(float(ms.sum()), 1)
+            rows.append(row)
+    return rows
+
+
+def main(argv=None):
+    ap = cli.dump_summarize_parser(__doc__, "time every launch of each kernel from a rested GPU")
+    ap.add_argument("--launches", type=int, default=300)
+    ap.add_argument("--rest", type=float, default=4.0, help="seconds idle before each kernel")
+    args = cli.parse(ap, argv)
+    if args.dump:
+        dump(args.dump, args.launches, args.rest)
+    rows = summarize(args.record)
+    if args.csv:
+        cli.write_csv(args.csv, rows, "TFLOPS of each launch from a rested GPU, medians by window of launch numbers; "
+                      f"python -m experiments.clock_transient --summarize {args.record}")
+    print(f"{'kernel':9s} {'pass':8s} " + " ".join(f"{w:>8s}" for w in WINDOWS) + "  smi GHz  down by")
+    for r in rows:
+        print(f"{r['kernel']:9s} {r['pass']:8s} " + " ".join(f"{r[f'tflops {w}']:8.1f}" for w in WINDOWS)
+              + f"  {r['steady_smi_clock_ghz']:7.3f}  {r['clock_down_ms']} ms")
+    for pass_ in ("forward", "reverse"):
+        by = {r["kernel"]: r for r in rows if r["pass"] == pass_}
+        if "v1" in by and "v2" in by:
+            print(f"V2 / V1 ({pass_}): " + ", ".join(
+                f"{w} {by['v2'][f'tflops {w}'] / by['v1'][f'tflops {w}']:.3f}" for w in WINDOWS))
+
+
+if __name__ == "__main__":
+    main()
