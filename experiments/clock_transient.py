@@ -32,6 +32,7 @@ from experiments.power_draw import sample_while
 KERNELS = ("v1", "v2", "v2-local", "v3 s2")
 M = N = K = 8192
 SMI_TIME = "%Y/%m/%d %H:%M:%S.%f"
+STAMPED = (25, 150, 290)  # launches whose every CTA's stamps are kept (DRAM bytes by replay)
 WINDOWS = {"first 5": (0, 5), "5-35": (5, 35), "20-30": (20, 30), "100+": (100, None)}
 
 
@@ -44,22 +45,23 @@ def dump(path: Path, launches: int, rest: float) -> None:
     from .reference import random_operands
     a, b = random_operands(M, N, K, "float16", seed=1)
     b = b.t().contiguous().t()
-    runs = {name: probed_launcher(KernelConfig(SCHEDULES[name], "float16", "k", "k", clock_probe=True), M, N, K)[0]
-            for name in KERNELS}
-    for run in runs.values():  # load each module and touch each kernel once, then rest
+    launchers = {name: probed_launcher(KernelConfig(SCHEDULES[name], "float16", "k", "k", clock_probe=True),
+                                       M, N, K, launches)[:2] for name in KERNELS}
+    for run, _ in launchers.values():  # load each module and touch each kernel once, then rest
         run(a, b)
     torch.cuda.synchronize()
     out = {}
     for pass_, order in (("forward", KERNELS), ("reverse", KERNELS[::-1])):
         for name in order:
             events = [torch.cuda.Event(enable_timing=True) for _ in range(launches + 1)]
+            run, probe = launchers[name]
 
-            def rest_then_launch(run=runs[name], events=events):
+            def rest_then_launch(run=run, events=events):
                 time.sleep(rest)
                 t0 = datetime.now().strftime(SMI_TIME)  # nvidia-smi's clock and format: local time
                 for i in range(launches):
                     events[i].record()
-                    run(a, b)
+                    run(a, b, i)
                 events[-1].record()
                 events[-1].synchronize()
                 return t0
@@ -68,6 +70,13 @@ def dump(path: Path, launches: int, rest: float) -> None:
             out[f"ms {key}"] = np.array([events[i].elapsed_time(events[i + 1]) for i in range(launches)])
             out[f"t0 {key}"] = np.array(t0)
             out[f"smi {key}"] = np.array(lines)
+            rec = probe.get().reshape(launches, -1, probe.shape[1]).astype(np.int64)
+            cycles, ns = rec[..., 2] - rec[..., 0], rec[..., 3] - rec[..., 1]
+            out[f"clock {key}"] = np.median(cycles / ns, axis=1)  # each launch's counted clock, GHz
+            out[f"kclk {key}"] = np.median(cycles, axis=1) / 1e3
+            for i in STAMPED:
+                if i < launches:
+                    out[f"stamps {key}#{i}"] = rec[i]
             ms = out[f"ms {key}"]
             print(f"{key}: first {ms[0]:.3f} ms, launches 5-35 {np.median(ms[5:35]):.3f}, "
                   f"100+ {np.median(ms[100:]):.3f}", flush=True)
@@ -88,7 +97,27 @@ def _smi_series(lines, t0: str):
     return np.array(out)
 
 
+def stamped_against_model(s, ms: float, records, prof) -> dict:
+    """One stamped launch: its TFLOPS, the clock and cycles per CTA of its settled waves, the
+    DRAM bytes of an LRU replay of its timeline, and the model at that clock, with those
+    bytes and with its own per-wave estimate."""
+    import dataclasses
+
+    import sim
+
+    from .wave_profile import settled
+    st = settled(s, K, records, prof)
+    at_clock = dataclasses.replace(prof, clock_ghz=st["clock_ghz"])
+    return {"tflops": round(2 * M * N * K / (ms * 1e-3) / 1e12, 1), "clock_ghz": round(st["clock_ghz"], 3),
+            "kclk_per_cta": st["kclk"], "replayed_dram_gb": round(st["replayed_bytes"] / 1e9, 2),
+            "model_tflops": round(sim.predict(s, M, N, K, gpu=at_clock, hbm_read_bytes=st["replayed_bytes"],
+                                              hbm_read_source="replayed stamps").tflops, 1),
+            "model_tflops_per_wave_bytes": round(sim.predict(s, M, N, K, gpu=at_clock).tflops, 1)}
+
+
 def summarize(path: Path) -> list[dict]:
+    from sim.hardware import load_profile
+    prof = load_profile("h200-sxm")
     z = np.load(path)
     rows = []
     for pass_ in ("forward", "reverse"):
@@ -100,6 +129,8 @@ def summarize(path: Path) -> list[dict]:
             row = {"kernel": name, "pass": pass_}
             for label, (lo, hi) in WINDOWS.items():
                 row[f"tflops {label}"] = round(2 * M * N * K / (float(np.median(ms[lo:hi])) * 1e-3) / 1e12, 1)
+                if f"clock {key}" in z.files:
+                    row[f"clock {label}"] = round(float(np.median(z[f"clock {key}"][lo:hi])), 3)
             smi = _smi_series(z[f"smi {key}"], str(z[f"t0 {key}"]))
             busy = smi[(smi[:, 0] >= 0) & (smi[:, 0] <= ms.sum() / 1e3)]
             steady = float(np.median(busy[len(busy) // 2:, 2])) if len(busy) else float("nan")
@@ -107,6 +138,10 @@ def summarize(path: Path) -> list[dict]:
             row["steady_smi_clock_ghz"] = round(steady, 3)
             row["clock_down_ms"] = round(float(down[0, 0]) * 1e3) if len(down) else None
             row["launches_ms"] = round(float(ms.sum()), 1)
+            for i in STAMPED:
+                if f"stamps {key}#{i}" in z.files:
+                    got = stamped_against_model(SCHEDULES[name], float(ms[i]), z[f"stamps {key}#{i}"], prof)
+                    row.update({f"{col} #{i}": v for col, v in got.items()})
             rows.append(row)
     return rows
 
@@ -126,6 +161,14 @@ def main(argv=None):
     for r in rows:
         print(f"{r['kernel']:9s} {r['pass']:8s} " + " ".join(f"{r[f'tflops {w}']:8.1f}" for w in WINDOWS)
               + f"  {r['steady_smi_clock_ghz']:7.3f}  {r['clock_down_ms']} ms")
+    if any(f"model_tflops #{i}" in r for r in rows for i in STAMPED):
+        print("stamped launches: TFLOPS / counted GHz / kclk per CTA / replayed DRAM GB -> the model at that clock "
+              "with those bytes (with its per-wave bytes)")
+        for r in rows:
+            print(f"{r['kernel']:9s} {r['pass']:8s} " + " | ".join(
+                f"#{i} {r[f'tflops #{i}']:.0f}/{r[f'clock_ghz #{i}']:.3f}/{r[f'kclk_per_cta #{i}']:.0f}/"
+                f"{r[f'replayed_dram_gb #{i}']:.2f} -> {r[f'model_tflops #{i}']:.0f} ({r[f'model_tflops_per_wave_bytes #{i}']:.0f})"
+                for i in STAMPED if f"model_tflops #{i}" in r))
     for pass_ in ("forward", "reverse"):
         by = {r["kernel"]: r for r in rows if r["pass"] == pass_}
         if "v1" in by and "v2" in by:

@@ -4,10 +4,11 @@ array: the per-CTA stamps experiments.calibrate_clock and experiments.l2_same_la
 from __future__ import annotations
 
 
-def probed_launcher(config, m: int, n: int, k: int):
-    """(run(a, b), probe, loaded): run launches `config` for an [M, K] x [K, N] product (b a
-    K-major [K, N] view of an [N, K] buffer, the seed's layout) into a scratch C; after each
-    launch `probe` (cupy, CTAs x PROBE_WORDS) holds its CTAs' words."""
+def probed_launcher(config, m: int, n: int, k: int, launches: int = 1):
+    """(run(a, b, slot=0), probe, loaded): run launches `config` for an [M, K] x [K, N] product
+    (b a K-major [K, N] view of an [N, K] buffer, the seed's layout) into a scratch C; `probe`
+    (cupy, launches x CTAs rows of PROBE_WORDS) holds each launch's CTAs' words in rows
+    slot x CTAs onward, so that launches back to back keep their stamps apart."""
     import cupy
     import torch
 
@@ -15,10 +16,14 @@ def probed_launcher(config, m: int, n: int, k: int):
     from gemm.launch import launch_gemm, load_kernel
     loaded = load_kernel(config)
     gx, gy, _ = loaded.config.grid(m, n)
-    probe = cupy.zeros((gx * gy, PROBE_WORDS), dtype=cupy.uint64)
+    ctas = gx * gy
+    probe = cupy.zeros((launches * ctas, PROBE_WORDS), dtype=cupy.uint64)
     out = torch.empty((m, n), dtype=torch.float16, device="cuda")
 
-    def run(a, b):
+    def run(a, b, slot: int = 0):
+        if not 0 <= slot < launches:
+            raise IndexError(f"probe slot {slot} outside 0..{launches - 1}")
         launch_gemm(loaded, a.data_ptr(), a.stride(0), b.data_ptr(), b.stride(1), out.data_ptr(), n,
-                    m, n, k, torch.cuda.current_stream().cuda_stream, probe.data.ptr)
+                    m, n, k, torch.cuda.current_stream().cuda_stream,
+                    probe.data.ptr + slot * ctas * PROBE_WORDS * probe.itemsize)
     return run, probe, loaded
