@@ -98,3 +98,47 @@ def test_the_sweeps_predict_v2_below_v1_by_what_was_measured(fits):
     for run, ratio in fits["fits"][3.0]["v2_over_v1"].items():
         measured = {"run36": 1.217 / 1.305, "run37": 1.231 / 1.299}[run]
         assert ratio == pytest.approx(measured, abs=0.03)
+
+
+def _model_over_measured(rows, kind):
+    """The model (at each point's counted clock; the load-only loop at its CTAs per SM) over the
+    measured time per launch, for each point of the up pass of a sweep."""
+    import dataclasses
+
+    import sim
+    from sim.hardware import load_profile
+    s = power_sweep.LOOPS[kind]
+    base = load_profile("h200-sxm")
+    out = {}
+    for r in rows:
+        if r["pass"] != "up":
+            continue
+        ctas = int(r["ctas"])
+        rows_, cols = next(g for g in power_sweep.GRIDS if g[0] * g[1] == ctas)
+        gpu = dataclasses.replace(base, clock_ghz=_f(r, "probe_clock_ghz"))
+        p = sim.predict(s, rows_ * s.block_m, cols * s.block_n, power_sweep.K, gpu=gpu, mmas=kind == "mma",
+                        loads=kind == "load", ctas_per_sm=max(1, ctas // 132) if kind == "load" else None)
+        out[ctas] = p.ms / _f(r, "ms")
+    return out
+
+
+def test_model_on_the_wgmma_sweep_out_of_sample(sweeps):
+    """The WGMMA-only loop on 12 to 396 CTAs (1-3 per SM, 1.51-1.81 GHz counted), none of them
+    used to set the model: within 3% at every point."""
+    ratios = _model_over_measured(sweeps[0], "mma")
+    assert len(ratios) == 9 and all(0.97 < x < 1.03 for x in ratios.values()), ratios
+
+
+@pytest.mark.xfail(strict=True, reason="the model's L2 -> SM port charges each SM for its own misses (x 1 + 1.1 x miss "
+                   "rate, calibrated with every SM busy); on 12-66 busy SMs the load-only loop's 9-29% misses cost its "
+                   "SMs nothing (76 GB/s per SM, the port's hit-only rate) and the model is 8-16% slow; from 110 SMs "
+                   "on it is within 6% (NOTES 46)")
+def test_model_on_the_load_sweep_with_few_busy_sms(sweeps):
+    ratios = _model_over_measured(sweeps[1], "load")
+    assert all(0.94 < x < 1.06 for x in ratios.values()), ratios
+
+
+def test_model_on_the_load_sweep_with_every_sm_busy(sweeps):
+    """From 110 busy SMs on (the GEMMs' regime), one to three CTAs per SM: within 7%."""
+    ratios = _model_over_measured(sweeps[1], "load")
+    assert all(0.93 < ratios[g] < 1.07 for g in (110, 132, 264, 396)), ratios
