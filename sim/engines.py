@@ -209,6 +209,9 @@ class SmEngines:
         self.env, self.gpu, self.miss_rate = env, gpu, miss_rate
         # this SM's share of the L2 read bandwidth while `active_sms` SMs pull together
         self.l2_rate = gpu.l2_share_bytes_per_clk(active_sms)
+        # a missed byte's fill is a GPU-wide cost, shared by the busy SMs: charged in full
+        # with every SM busy, in proportion on a GPU that is partly idle (NOTES 33, 46-47)
+        self.miss_charge = gpu.l2_miss_port_factor * min(1.0, (active_sms or gpu.sm_count) / gpu.sm_count)
         self.tensor = simpy.Resource(env, capacity=1)
         self.l2_path = simpy.Resource(env, capacity=1)
         self.hbm = simpy.Resource(env, capacity=1)
@@ -267,8 +270,8 @@ class SmEngines:
         # the L2 -> SM transfer and, for the lines that miss, the SM's share of HBM run
         # side by side (line by line); the copy is done when the slower one is
         # the SM's L2 path: its byte rate, or one request per l2_request_clk, the slower
-        # (a missed byte also costs l2_miss_port_factor x its read time: the L2 fill)
-        port_bytes = nbytes * (1.0 + self.gpu.l2_miss_port_factor * self.miss_rate)
+        # (a missed byte also costs up to l2_miss_port_factor x its read time: the L2 fill)
+        port_bytes = nbytes * (1.0 + self.miss_charge * self.miss_rate)
         if self.gpu.l2_request_additive:
             port_dt = port_bytes / self.l2_rate + requests * self.gpu.l2_request_clk
         else:

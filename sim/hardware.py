@@ -161,7 +161,10 @@ class GpuProfile:
     # of waves (0.95/1.63/2.31/4.37 GB); a port without it leaves the 1-CTA row ~-11%, and TMA
     # latency cannot supply it (250 -> 1250 ns moves that row < 1.5 points: its 4-stage ring
     # keeps the port busy). The mechanism is [assumed]; the miss bytes are the model's
-    # per-wave estimate (engines.memory_traffic), not a measurement.
+    # per-wave estimate (engines.memory_traffic), not a measurement. Charged in full with
+    # every SM busy and in proportion to the busy SMs otherwise (thirteenth pass: a CTA's
+    # cycles follow the GPU-wide miss share, and on 12-88 busy SMs the load-only loop pulls
+    # the hit-only rate with 9-29% of its bytes missing; experiments/NOTES.md 33, 46, 47).
     l2_miss_port_factor: float = 1.1
     # ---- the GPU-wide timeline (sim/timeline.py; eleventh pass) ----
     # The same port cost of a missed byte, but counted on the misses the timeline itself

@@ -129,13 +129,12 @@ def test_model_on_the_wgmma_sweep_out_of_sample(sweeps):
     assert len(ratios) == 9 and all(0.97 < x < 1.03 for x in ratios.values()), ratios
 
 
-@pytest.mark.xfail(strict=True, reason="the model's L2 -> SM port charges each SM for its own misses (x 1 + 1.1 x miss "
-                   "rate, calibrated with every SM busy); on 12-66 busy SMs the load-only loop's 9-29% misses cost its "
-                   "SMs nothing (76 GB/s per SM, the port's hit-only rate) and the model is 8-16% slow; from 110 SMs "
-                   "on it is within 6% (NOTES 46)")
-def test_model_on_the_load_sweep_with_few_busy_sms(sweeps):
+def test_model_on_the_load_sweep_out_of_sample(sweeps):
+    """The load-only loop on 12 to 396 CTAs at 1.98 GHz: within 7% at every point. On few busy
+    SMs it pulls the port's hit-only rate though 9-29% of its bytes miss; with the misses
+    charged to every SM's port in full (as before NOTES 47) the model was 8-16% slow there."""
     ratios = _model_over_measured(sweeps[1], "load")
-    assert all(0.94 < x < 1.06 for x in ratios.values()), ratios
+    assert len(ratios) == 9 and all(0.93 < x < 1.07 for x in ratios.values()), ratios
 
 
 def test_model_on_the_load_sweep_with_every_sm_busy(sweeps):
