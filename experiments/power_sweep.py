@@ -13,7 +13,8 @@ drift in temperature shows as two clocks for one G.
 
 Loops: the WGMMA-only loop (tensor work, no L2 traffic) and the load-only loop (L2 and DRAM
 traffic, no tensor work) of the seed's 128x128x64 2-stage ring (experiments.calibrate_clock),
-K = 131072, B [N, K] as the seed's. `--summarize`: per point the median power, reported clock
+K = 131072, B [N, K] as the seed's; with --match, the GEMMs V1, V2 and V3 s2 on the same
+grids (`--match "v2 "` sweeps V2: a key is "KIND CTAS PASS"). `--summarize`: per point the median power, reported clock
 and temperature over the second half of the loop, the clock the last launch's CTAs counted
 (clock64 over globaltimer), the SMs they ran on, and the work per busy SM: tensor activity per
 counted clock, or L2 -> SM bytes per second and the DRAM bytes of an LRU replay of the launch.
@@ -26,14 +27,18 @@ from pathlib import Path
 import numpy as np
 
 from experiments.calibrate_clock import LOAD_LOOP_SCHEDULES, MMA_LOOP_SCHEDULES
+from experiments.hbm_bytes import SCHEDULES
 from experiments.power_draw import (GPU, dump_then_summarize, looped, memory_power_w, parse_power_cli,
                                      print_power_rows, sample_while, smi_medians)
 
 K = 131072
-LOOPS = {"mma": MMA_LOOP_SCHEDULES["mma loop 128x128x64 s2"], "load": LOAD_LOOP_SCHEDULES["load loop 128x128x64 s2"]}
+LOOPS = {"mma": MMA_LOOP_SCHEDULES["mma loop 128x128x64 s2"], "load": LOAD_LOOP_SCHEDULES["load loop 128x128x64 s2"],
+         # the GEMMs themselves (run 40 on): only with --match, e.g. --match "v2 "
+         "v1": SCHEDULES["v1"], "v2": SCHEDULES["v2"], "v3 s2": SCHEDULES["v3 s2"]}
 # tile rows x tile columns: G = 12, 24, 44, 66, 88, 110, 132 CTAs (one per SM), then 2 and 3 per SM
 GRIDS = [(3, 4), (4, 6), (4, 11), (6, 11), (8, 11), (10, 11), (11, 12), (12, 22), (18, 22)]
 PASSES = [("up", GRIDS), ("down", GRIDS[-2::-1])]
+LOOPS_BY_DEFAULT = ("mma ", "load ")  # what --dump sweeps without --match
 
 
 def _key(kind, pass_, rows, cols):
@@ -51,7 +56,7 @@ def dump(path: Path, seconds: float, match: list[str], memory_power: bool) -> No
     for kind, s in LOOPS.items():
         config = KernelConfig(s, "float16", "k", "k", clock_probe=True, mma_loop_only=kind == "mma",
                               load_loop_only=kind == "load")
-        if match and not any(t in f"{kind} {r * c} {p}" for p, grids in PASSES for r, c in grids for t in match):
+        if not any(t in f"{kind} {r * c} {p}" for p, grids in PASSES for r, c in grids for t in match or LOOPS_BY_DEFAULT):
             continue
         _, idle, detail = sample_while(lambda: time.sleep(1.0), memory_power)
         out[f"smi {kind} idle"] = np.array(idle)
@@ -59,7 +64,7 @@ def dump(path: Path, seconds: float, match: list[str], memory_power: bool) -> No
         for pass_, grids in PASSES:
             for rows, cols in grids:
                 key = _key(kind, pass_, rows, cols)
-                if match and not any(t in key for t in match):
+                if not any(t in key for t in match or LOOPS_BY_DEFAULT):
                     continue
                 m, n = rows * s.block_m, cols * s.block_n
                 a, b = random_operands(m, n, K, "float16", seed=rows * 100 + cols)
@@ -105,11 +110,11 @@ def summarize(path: Path) -> list[dict]:
                 busy = len(np.unique(rec[:, 4]))
                 row = {"loop": kind, "pass": pass_, "ctas": rows * cols, "busy_sms": busy,
                        **smi_medians(z[f"smi {key}"]), **mem(key), "ms": round(ms, 4), "probe_clock_ghz": round(counted, 3)}
-                if kind == "mma":  # tensor activity per busy SM per counted clock
+                if kind != "load":  # tensor activity per busy SM per counted clock
                     flops = 2 * m * n * K
                     row["tensor_util_per_clock"] = round(
                         flops / (ms * 1e-3) / (busy * prof.tensor_flops_per_clk * counted * 1e9), 4)
-                else:  # every CTA's A and B panels, and what an LRU replay of the launch misses
+                if kind != "mma":  # every CTA's A and B panels, and what an LRU replay of the launch misses
                     l2 = m * n * K * 2 * (1 / s.block_m + 1 / s.block_n)
                     dram = replay(s, m, n, K, starts, durations, prof.l2_lru_bytes, slices_per_step=8)["hbm_read_bytes"]
                     row["l2_to_sm_tbs"] = round(l2 / (ms * 1e-3) / 1e12, 3)
