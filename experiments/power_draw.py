@@ -157,10 +157,12 @@ def summarize(path: Path) -> list[dict]:
     return rows
 
 
-def parse_power_cli(doc: str, dump_help: str, seconds: float, match_help: str, argv=None):
+def parse_power_cli(doc: str, dump_help: str, seconds: float, match_help: str, argv=None, more_arguments=None):
     """The command line power_draw and power_sweep share: --dump/--summarize/--csv, the seconds
-    per kernel, --match, --memory-power."""
+    per kernel, --match, --memory-power; `more_arguments(parser)` adds a caller's own."""
     ap = cli.dump_summarize_parser(doc, dump_help)
+    if more_arguments:
+        more_arguments(ap)
     ap.add_argument("--seconds", type=float, default=seconds)
     ap.add_argument("--match", action="append", default=[], metavar="TEXT", help=f"with --dump: {match_help}")
     ap.add_argument("--memory-power", action="store_true", help="with --dump: also sample the memory's own power")

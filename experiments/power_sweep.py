@@ -37,15 +37,21 @@ LOOPS = {"mma": MMA_LOOP_SCHEDULES["mma loop 128x128x64 s2"], "load": LOAD_LOOP_
          "v1": SCHEDULES["v1"], "v2": SCHEDULES["v2"], "v3 s2": SCHEDULES["v3 s2"]}
 # tile rows x tile columns: G = 12, 24, 44, 66, 88, 110, 132 CTAs (one per SM), then 2 and 3 per SM
 GRIDS = [(3, 4), (4, 6), (4, 11), (6, 11), (8, 11), (10, 11), (11, 12), (12, 22), (18, 22)]
-PASSES = [("up", GRIDS), ("down", GRIDS[-2::-1])]
 LOOPS_BY_DEFAULT = ("mma ", "load ")  # what --dump sweeps without --match
 
 
 def _key(kind, pass_, rows, cols):
-    return f"{kind} {rows * cols} {pass_}"
+    """'load 132 up' for the sweep's own grids; 'load 1x132 up' for a grid given with --grids."""
+    return f"{kind} {rows * cols if (rows, cols) in GRIDS else f'{rows}x{cols}'} {pass_}"
 
 
-def dump(path: Path, seconds: float, match: list[str], memory_power: bool) -> None:
+def _passes(grids=None):
+    """Up then down over the sweep's grids, or once each way over the grids given."""
+    grids = grids or GRIDS
+    return [("up", grids), ("down", grids[-2::-1])]
+
+
+def dump(path: Path, seconds: float, match: list[str], memory_power: bool, grids=None) -> None:
     import torch
 
     from gemm.kernels import KernelConfig
@@ -56,13 +62,14 @@ def dump(path: Path, seconds: float, match: list[str], memory_power: bool) -> No
     for kind, s in LOOPS.items():
         config = KernelConfig(s, "float16", "k", "k", clock_probe=True, mma_loop_only=kind == "mma",
                               load_loop_only=kind == "load")
-        if not any(t in f"{kind} {r * c} {p}" for p, grids in PASSES for r, c in grids for t in match or LOOPS_BY_DEFAULT):
+        if not any(t in _key(kind, p, r, c) for p, shapes in _passes(grids) for r, c in shapes
+                   for t in match or LOOPS_BY_DEFAULT):
             continue
         _, idle, detail = sample_while(lambda: time.sleep(1.0), memory_power)
         out[f"smi {kind} idle"] = np.array(idle)
         out[f"detail {kind} idle"] = np.array(detail)
-        for pass_, grids in PASSES:
-            for rows, cols in grids:
+        for pass_, shapes in _passes(grids):
+            for rows, cols in shapes:
                 key = _key(kind, pass_, rows, cols)
                 if not any(t in key for t in match or LOOPS_BY_DEFAULT):
                     continue
@@ -81,6 +88,8 @@ def dump(path: Path, seconds: float, match: list[str], memory_power: bool) -> No
                 out[f"grid {key}"] = np.array([rows, cols])
                 print(f"{key}: {launches} launches, {ms_total / launches:.3f} ms each, {len(lines)} samples",
                       flush=True)
+    if grids:
+        out["grids"] = np.array(grids)
     np.savez_compressed(path, **out)
 
 
@@ -97,8 +106,8 @@ def summarize(path: Path) -> list[dict]:
             continue
         rows_out.append({"loop": kind, "pass": "idle", "ctas": 0, "busy_sms": 0, **smi_medians(z[f"smi {kind} idle"]),
                          **mem(f"{kind} idle")})
-        for pass_, grids in PASSES:
-            for rows, cols in grids:
+        for pass_, shapes in _passes([tuple(g) for g in z["grids"]] if "grids" in z.files else None):
+            for rows, cols in shapes:
                 key = _key(kind, pass_, rows, cols)
                 if f"ms {key}" not in z.files:
                     continue
@@ -108,7 +117,7 @@ def summarize(path: Path) -> list[dict]:
                 starts, durations = probe_timeline(rec)
                 counted = float(np.median((rec[:, 2] - rec[:, 0]) / (durations * 1e3)))
                 busy = len(np.unique(rec[:, 4]))
-                row = {"loop": kind, "pass": pass_, "ctas": rows * cols, "busy_sms": busy,
+                row = {"loop": kind, "pass": pass_, "ctas": rows * cols, "grid": f"{rows}x{cols}", "busy_sms": busy,
                        **smi_medians(z[f"smi {key}"]), **mem(key), "ms": round(ms, 4), "probe_clock_ghz": round(counted, 3)}
                 if kind != "load":  # tensor activity per busy SM per counted clock
                     flops = 2 * m * n * K
@@ -124,9 +133,14 @@ def summarize(path: Path) -> list[dict]:
 
 
 def main(argv=None):
+    def grids_argument(ap):
+        ap.add_argument("--grids", metavar="RxC,..", help="with --dump: these grids of tiles instead of the "
+                        "sweep's, e.g. 11x12,1x132,132x1 (the same CTAs per SM, other DRAM bytes)")
     args = parse_power_cli(__doc__, "sweep the grid of each loop while nvidia-smi samples", 2.0,
-                           "only the points whose key ('mma 132 up', 'load 264 down') contains TEXT", argv)
-    rows = dump_then_summarize(args, dump, summarize, "board power against busy SMs (nvidia-smi power.draw.instant "
+                           "only the points whose key ('mma 132 up', 'load 264 down') contains TEXT", argv,
+                           grids_argument)
+    grids = [tuple(int(x) for x in g.split("x")) for g in args.grids.split(",")] if args.grids else None
+    rows = dump_then_summarize(args, lambda *a: dump(*a, grids=grids), summarize, "board power against busy SMs (nvidia-smi power.draw.instant "
                                "every 20 ms, median of the second half of each point)", "experiments.power_sweep")
     print_power_rows(rows, f"{'loop':5s} {'pass':5s} {'CTAs':>5s} {'SMs':>4s}",
                      lambda r: f"{r['loop']:5s} {r['pass']:5s} {r['ctas']:5d} {r['busy_sms']:4d}")
