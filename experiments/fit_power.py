@@ -213,13 +213,15 @@ def g_by_capped_point(mma) -> list[tuple[str, float]]:
     return out
 
 
-def _core_features(r, kind, g, f=None):
-    """The core form's terms at counted clock f (activity per clock held)."""
+def _core_features(r, kind, g, f=None, l2_on_voltage=False):
+    """The core form's terms at counted clock f (activity per clock held); with `l2_on_voltage`
+    the L2 traffic's power per byte also follows V^2 ~ (f / 1.8)^(g - 1)."""
     fc = _num(r, "probe_clock_ghz")
     f = f or fc
-    busy = _num(r, "busy_sms") if kind == "mma" else 132.0
+    busy = _num(r, "busy_sms") if r.get("busy_sms") else 132.0
     u = busy * _num(r, "tensor_util_per_clock")
-    return [1.0, _num(r, "temp_c"), u * (f / SWEEP_F0) ** g, _num(r, "l2_to_sm_tbs") * f / fc,
+    volt = (f / SWEEP_F0) ** (g - 1) if l2_on_voltage else 1.0
+    return [1.0, _num(r, "temp_c"), u * (f / SWEEP_F0) ** g, _num(r, "l2_to_sm_tbs") * f / fc * volt,
             _num(r, "dram_tbs") * f / fc]
 
 
@@ -258,13 +260,48 @@ def sweep_fits():
             f"{run} {got[run, 'v2'] / got[run, 'v1'] - 1:+.3f}" for run in GEMM_RUNS) + ", measured " + ", ".join(
             f"{run} {measured[run, 'v2'] / measured[run, 'v1'] - 1:+.3f}" for run in GEMM_RUNS))
         results[g] = {"rms_w": rms, "err": err, "v2_over_v1": {run: got[run, "v2"] / got[run, "v1"] for run in GEMM_RUNS}}
-    return {"g_points": gs, "memory": (m0, km), "fits": results}
+    return {"g_points": gs, "memory": (m0, km), "fits": results, "residency_matched": residency_matched_fits(m0, km)}
+
+
+def residency_matched_fits(m0: float, km: float) -> dict:
+    """NOTES 49-50: the L2 / DRAM side fitted only on load-only loops at two or three CTAs per
+    SM, the GEMMs' residency (runs 37 and 41 at 1.98 GHz, run 35's capped at 1.5-1.8 GHz), the
+    tensor side on the WGMMA-only sweep; the L2 term flat or on the SM's voltage; held out, every
+    GEMM of runs 36-37 and every capped point of run 40's GEMM sweep."""
+    mma, load37, whole, gemms = sweep_rows()
+    swept = lambda run: [r for r in _rows(Path("logs") / run / "power_sweep.csv") if r["pass"] != "idle"]  # noqa: E731
+    loads = ([r for r in load37 + swept("run41") if r["loop"] == "load" and int(r["ctas"]) > 132] + whole
+             + [r for r in _rows(Path("logs") / "run35" / "power_draw.csv") if r["kind"] == "load" and "x16" not in r["kernel"]])
+    held = {f"{run[-2:]} {r['kernel']}": r for run, rows in gemms.items() for r in rows}
+    held.update({f"40 {r['loop']} {r['ctas']} {r['pass']}": r for r in swept("run40")
+                 if int(r["ctas"]) >= 132 and _num(r, "smi_clock_ghz") < FMAX - 0.01})  # the capped points
+    memory = lambda r: _num(r, "memory_power_w") if r.get("memory_power_w") else m0 + km * _num(r, "dram_tbs")  # noqa: E731
+    print(f"residency-matched: {len(loads)} load-only loops at 2-3 CTAs per SM, {len(held)} GEMM rows held out")
+    out = {}
+    for g in (2.5, 3.0, 3.5):
+        for volt in (False, True):
+            rows = [(r, MEMORY_IDLE_W) for r in mma] + [(r, memory(r)) for r in loads]
+            x = np.array([_core_features(r, "", g, l2_on_voltage=volt) for r, _ in rows])
+            y = np.array([_num(r, "power_w") - mem for r, mem in rows])
+            c, *_ = np.linalg.lstsq(x, y, rcond=None)
+            rms = float(np.sqrt(np.mean((y - x @ c) ** 2)))
+            err = {name: clock_at_cap(lambda f, r=r: float(np.dot(c, _core_features(r, "", g, f, volt))) + memory(r),
+                                      POWER_CAP_W) / _num(r, "probe_clock_ghz") - 1 for name, r in held.items()}
+            e = [abs(v) * 100 for v in err.values()]
+            # V2 / V1 in clock, predicted over measured: (1 + err V2) / (1 + err V1)
+            pairs = {"36": ("36 v2", "36 v1"), "37": ("37 v2", "37 v1"), "40 at 396": ("40 v2 396 up", "40 v1 396 up")}
+            v2v1 = {k: (1 + err[a]) / (1 + err[b]) for k, (a, b) in pairs.items()}
+            out[g, volt] = {"rms_w": rms, "err": err, "v2_over_v1_vs_measured": v2v1}
+            print(f"  g={g} L2 {'on the voltage' if volt else 'flat':14s} loops rms {rms:4.1f} W | GEMM clocks |err| "
+                  f"median {st.median(e):4.1f}% max {max(e):4.1f}% | V2/V1 predicted over measured "
+                  + ", ".join(f"{k} {v:.3f}" for k, v in v2v1.items()))
+    return out
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--power", action="store_true", help="fit the measured board power (runs 34-35) instead")
-    ap.add_argument("--sweep", action="store_true", help="fit the busy-SM sweeps (runs 36-37) instead")
+    ap.add_argument("--sweep", action="store_true", help="fit the busy-SM sweeps (runs 36-41) instead")
     args = ap.parse_args(argv)
     if args.power:
         power_fits()
