@@ -252,3 +252,29 @@ def test_clock_probe_records_every_cta(version):
     assert (rec[:, 3] > rec[:, 1]).all()
     assert 0.3 < np.median(ghz) < 2.5, np.median(ghz)
     assert (rec[:, 4] < 132).all()
+
+
+def test_probed_launcher_keeps_each_launchs_stamps_apart():
+    """experiments/probe.py with launches=3: launch i writes its CTAs' stamps to slot i only,
+    each later launch starting after the one before; an unknown slot is refused."""
+    import numpy as np
+    import torch
+    from gemm import preset
+    from gemm.kernels import KernelConfig
+    from experiments.probe import probed_launcher
+    m, n, k = 1024, 768, 2048
+    a, b = random_operands(m, n, k, "float16", seed=5)
+    b = b.t().contiguous().t()
+    run, probe, loaded = probed_launcher(KernelConfig(preset("v2"), "float16", "k", "k", clock_probe=True), m, n, k, 3)
+    ctas = loaded.config.grid(m, n)[0]
+    run(a, b, 0)
+    torch.cuda.synchronize()
+    assert (probe.get()[ctas:] == 0).all()  # slots 1 and 2 untouched
+    run(a, b, 1)
+    run(a, b, 2)
+    torch.cuda.synchronize()
+    rec = probe.get().reshape(3, ctas, -1).astype(np.int64)
+    assert (rec[..., 3] > rec[..., 1]).all()
+    assert rec[0, :, 3].max() <= rec[1, :, 1].min() and rec[1, :, 3].max() <= rec[2, :, 1].min()
+    with pytest.raises(IndexError, match="slot 3"):
+        run(a, b, 3)
