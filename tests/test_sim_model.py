@@ -198,7 +198,9 @@ def test_seed_v1_540(seed):
                    "96% of the L2->SM port (calibrated in ns on load_loop.csv), tensor cores 83% busy, with the "
                    "per-wave DRAM bytes (1.63 GB); timed as the seed times it the H200's V2-local reads 3.6-4.8 GB "
                    "and runs 520.9 (run 31, launch_spread.csv), and with that launch's bytes and clock the model "
-                   "gives 536 (tests/test_wave_profile.py); the timeline's bytes (2.64 GB on this profile) give 564")
+                   "gives 536 (tests/test_wave_profile.py); the timeline's bytes (2.64 GB on this profile) give 564; "
+                   "300 launches after a rest (runs 38-39): V2-local 520-534 once the clock has fallen, at 1.20 GHz "
+                   "counted from its first launch (tests/test_clock_transient.py)")
 def test_seed_v2_518(seed):
     assert seed["v2"].tflops == pytest.approx(518, rel=0.10)
 
@@ -212,7 +214,8 @@ def test_seed_v2_518(seed):
                    "seed itself profiles V2 faster than V1 at Nsight Compute's fixed clock (2.12 vs 2.15 ms: "
                    "test_seed_order_at_one_clock); timed as the seed times them (run 31) the H200 has V1 561.8 > "
                    "V2 547.7 > V2-local 520.9, V2 with 13-18% fewer cycles per CTA at a 16% lower clock and 2-3x V1's "
-                   "DRAM bytes; given those bytes and clocks the model orders them so (tests/test_wave_profile.py)")
+                   "DRAM bytes; given those bytes and clocks the model orders them so (tests/test_wave_profile.py); "
+                   "after the clock's fall (runs 38-39) V2-local 520-534 <= V1 532-540 <= V2 539-564 < V3 s2 573-587")
 def test_seed_v2_below_v1_and_v3_above_both(seed):
     assert seed["v2"].tflops < seed["v1"].tflops < seed["v3"].tflops
 
