@@ -108,7 +108,8 @@ def test_h100_profile_runs_on_the_transferred_map():
                    "spread of the last wave's starts matches (V2 179 vs 172 us) and the same LRU replays the "
                    "measured timeline to 6.27 GB: the model's CTAs spread as far but not in the same pattern "
                    "(its drift comes only from the per-SM feed map; the H200 splits the SMs by L2 partition); "
-                   "experiments/timeline_bytes.py")
+                   "experiments/timeline_bytes.py. Outside the profiler V2 reads 1.98-3.70 GB and the timeline's "
+                   "2.55 is within its range (test_timeline_bytes_against_unprofiled_launches)")
 def test_ring_lost_reuse_magnitude():
     got = timeline.run(preset("v2"), N, N, N, "h200-sxm")
     assert got["hbm_read_bytes"] / 1e9 == pytest.approx(6.097, rel=0.25)
@@ -135,3 +136,38 @@ def test_partitioned_l2_option():
 def test_partitions_need_the_measured_sides():
     with pytest.raises(ValueError, match="l2_side_by_sm"):
         timeline.run(preset("v2"), 1024, 1024, 1024, "h100-sxm", partitions=True)
+
+
+def _unprofiled_gb(kernel):
+    """DRAM read GB of the launches timed without a profiler, each replayed from its own CTA
+    stamps through the LRU: run 31 (launch_spread.csv, ten per kernel after 20 warm-ups) and
+    run 39 (clock_transient.csv: launches 25, 150 and 290 after a rest, two passes)."""
+    def rows(path):
+        return list(csv.DictReader(ln for ln in path.read_text().splitlines() if not ln.startswith("#")))
+    got = [float(r["replayed_dram_gb"]) for r in rows(RESULTS / "launch_spread.csv") if r["kernel"] == kernel]
+    got += [float(r[f"replayed_dram_gb #{i}"]) for r in rows(RESULTS / "logs" / "run39" / "clock_transient.csv")
+            if r["kernel"] == kernel for i in (25, 150, 290)]
+    return got
+
+
+@pytest.mark.parametrize("kernel", ["v1", "v2", "v3 s2"])
+def test_timeline_bytes_against_unprofiled_launches(kernel):
+    """Outside the profiler the ring's loss is smaller than Nsight Compute counted (V2 1.98-3.70
+    GB in 16 launches, against 3.2-6.1 under the profiler): the timeline's bytes lie within the
+    launches' range and within 15% of their median; V1 and V3 s2 keep the per-wave bytes."""
+    from experiments.hbm_bytes import SCHEDULES
+    got = timeline.run(SCHEDULES[kernel], N, N, N, "h200-sxm")["hbm_read_bytes"] / 1e9
+    measured = _unprofiled_gb(kernel)
+    assert len(measured) >= 10
+    assert min(measured) * 0.99 <= got <= max(measured) * 1.01
+    assert got == pytest.approx(float(np.median(measured)), rel=0.15)
+
+
+@pytest.mark.xfail(strict=True, reason="outside the profiler V2-local reads 3.38-4.84 GB (median 4.2-4.5), the "
+                   "timeline 2.55, as for V2: it has no cause for the local phase array's greater loss; V2 s3 and V3 s3 "
+                   "read 2.31-3.21 GB (medians 2.40, 2.31) and the timeline gives both 3.41, a loss they mostly do not show")
+@pytest.mark.parametrize("kernel", ["v2-local", "v2 s3", "v3 s3"])
+def test_timeline_bytes_against_unprofiled_launches_deeper_or_local(kernel):
+    from experiments.hbm_bytes import SCHEDULES
+    got = timeline.run(SCHEDULES[kernel], N, N, N, "h200-sxm")["hbm_read_bytes"] / 1e9
+    assert got == pytest.approx(float(np.median(_unprofiled_gb(kernel))), rel=0.15)
