@@ -87,12 +87,28 @@ def looped(run, a, b, seconds: float) -> tuple[int, float]:
     return n, start.elapsed_time(end)
 
 
-def dump(path: Path, seconds: float, match: list[str], memory_power: bool = False) -> None:
+def measure_looped(key: str, config, m: int, n: int, k: int, a, b, seconds: float, memory_power: bool) -> dict:
+    """One kernel: 20 warm-ups, then looped for `seconds` while nvidia-smi samples. The record's
+    entries under `key`: the samples (smi, and detail with `memory_power`), the mean ms per
+    launch, and the last launch's clock-probe stamps."""
     import torch
 
+    from .probe import probed_launcher
+    run, probe, _ = probed_launcher(config, m, n, k)
+    for _ in range(20):
+        run(a, b)
+    torch.cuda.synchronize()
+    (launches, ms_total), lines, detail = sample_while(lambda: looped(run, a, b, seconds), memory_power)
+    out = {f"smi {key}": np.array(lines), f"ms {key}": np.array([ms_total / launches]), f"probe {key}": probe.get()}
+    if memory_power:
+        out[f"detail {key}"] = np.array(detail)
+    print(f"{key}: {launches} launches, {ms_total / launches:.3f} ms each, {len(lines)} samples", flush=True)
+    return out
+
+
+def dump(path: Path, seconds: float, match: list[str], memory_power: bool = False) -> None:
     from gemm.kernels import KernelConfig
 
-    from .probe import probed_launcher
     from .reference import random_operands
     a, b = random_operands(M, N, K, "float16", seed=1)
     b = b.t().contiguous().t()
@@ -106,18 +122,7 @@ def dump(path: Path, seconds: float, match: list[str], memory_power: bool = Fals
             continue
         config = KernelConfig(s, "float16", "k", "k", clock_probe=True, mma_loop_only=kind == "mma",
                               load_loop_only=kind == "load")
-        run, probe, _ = probed_launcher(config, M, N, K)
-        for _ in range(20):
-            run(a, b)
-        torch.cuda.synchronize()
-
-        (launches, ms_total), lines, detail = sample_while(lambda: looped(run, a, b, seconds), memory_power)
-        out[f"smi {name}"] = np.array(lines)
-        if memory_power:
-            out[f"detail {name}"] = np.array(detail)
-        out[f"ms {name}"] = np.array([ms_total / launches])
-        out[f"probe {name}"] = probe.get()
-        print(f"{name}: {launches} launches, {ms_total / launches:.3f} ms each, {len(lines)} samples", flush=True)
+        out.update(measure_looped(name, config, M, N, K, a, b, seconds, memory_power))
     np.savez_compressed(path, **out)
 
 

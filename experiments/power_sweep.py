@@ -28,7 +28,7 @@ import numpy as np
 
 from experiments.calibrate_clock import LOAD_LOOP_SCHEDULES, MMA_LOOP_SCHEDULES
 from experiments.hbm_bytes import SCHEDULES
-from experiments.power_draw import (GPU, dump_then_summarize, looped, memory_power_w, parse_power_cli,
+from experiments.power_draw import (GPU, dump_then_summarize, measure_looped, memory_power_w, parse_power_cli,
                                      print_power_rows, sample_while, smi_medians)
 
 K = 131072
@@ -52,11 +52,8 @@ def _passes(grids=None):
 
 
 def dump(path: Path, seconds: float, match: list[str], memory_power: bool, grids=None) -> None:
-    import torch
-
     from gemm.kernels import KernelConfig
 
-    from .probe import probed_launcher
     from .reference import random_operands
     out = {}
     for kind, s in LOOPS.items():
@@ -76,18 +73,8 @@ def dump(path: Path, seconds: float, match: list[str], memory_power: bool, grids
                 m, n = rows * s.block_m, cols * s.block_n
                 a, b = random_operands(m, n, K, "float16", seed=rows * 100 + cols)
                 b = b.t().contiguous().t()
-                run, probe, _ = probed_launcher(config, m, n, K)
-                for _ in range(20):
-                    run(a, b)
-                torch.cuda.synchronize()
-                (launches, ms_total), lines, detail = sample_while(lambda: looped(run, a, b, seconds), memory_power)
-                out[f"smi {key}"] = np.array(lines)
-                out[f"detail {key}"] = np.array(detail)
-                out[f"ms {key}"] = np.array([ms_total / launches])
-                out[f"probe {key}"] = probe.get()
+                out.update(measure_looped(key, config, m, n, K, a, b, seconds, memory_power))
                 out[f"grid {key}"] = np.array([rows, cols])
-                print(f"{key}: {launches} launches, {ms_total / launches:.3f} ms each, {len(lines)} samples",
-                      flush=True)
     if grids:
         out["grids"] = np.array(grids)
     np.savez_compressed(path, **out)
