@@ -29,14 +29,23 @@ from experiments import cli
 from experiments.hbm_bytes import SCHEDULES
 from experiments.power_draw import sample_while
 
-KERNELS = ("v1", "v2", "v2-local", "v3 s2")
+KERNELS = ("v1", "v2", "v2-local", "v3 s2")  # by default; --kernels picks from CATALOG
+
+
+def _catalog() -> dict:
+    """name -> (schedule, kind): the GEMMs of experiments.hbm_bytes and the two halves of the
+    seed's loop (the WGMMA-only and load-only microbenchmarks of experiments.calibrate_clock)."""
+    from experiments.calibrate_clock import LOAD_LOOP_SCHEDULES, MMA_LOOP_SCHEDULES
+    return {**{name: (s, "gemm") for name, s in SCHEDULES.items()},
+            **{name: (s, "mma") for name, s in MMA_LOOP_SCHEDULES.items()},
+            **{name: (s, "load") for name, s in LOAD_LOOP_SCHEDULES.items()}}
 M = N = K = 8192
 SMI_TIME = "%Y/%m/%d %H:%M:%S.%f"
 STAMPED = (25, 150, 290)  # launches whose every CTA's stamps are kept (DRAM bytes by replay)
 WINDOWS = {"first 5": (0, 5), "5-35": (5, 35), "20-30": (20, 30), "100+": (100, None)}
 
 
-def dump(path: Path, launches: int, rest: float) -> None:
+def dump(path: Path, launches: int, rest: float, kernels=KERNELS) -> None:
     import torch
 
     from gemm.kernels import KernelConfig
@@ -45,13 +54,16 @@ def dump(path: Path, launches: int, rest: float) -> None:
     from .reference import random_operands
     a, b = random_operands(M, N, K, "float16", seed=1)
     b = b.t().contiguous().t()
-    launchers = {name: probed_launcher(KernelConfig(SCHEDULES[name], "float16", "k", "k", clock_probe=True),
-                                       M, N, K, launches)[:2] for name in KERNELS}
+    catalog = _catalog()
+    launchers = {name: probed_launcher(KernelConfig(catalog[name][0], "float16", "k", "k", clock_probe=True,
+                                                    mma_loop_only=catalog[name][1] == "mma",
+                                                    load_loop_only=catalog[name][1] == "load"),
+                                       M, N, K, launches)[:2] for name in kernels}
     for run, _ in launchers.values():  # load each module and touch each kernel once, then rest
         run(a, b)
     torch.cuda.synchronize()
     out = {}
-    for pass_, order in (("forward", KERNELS), ("reverse", KERNELS[::-1])):
+    for pass_, order in (("forward", kernels), ("reverse", kernels[::-1])):
         for name in order:
             events = [torch.cuda.Event(enable_timing=True) for _ in range(launches + 1)]
             run, probe = launchers[name]
@@ -75,12 +87,13 @@ def dump(path: Path, launches: int, rest: float) -> None:
             out[f"clock {key}"] = np.median(cycles / ns, axis=1)  # each launch's counted clock, GHz
             out[f"kclk {key}"] = np.median(cycles, axis=1) / 1e3
             for i in STAMPED:
-                if i < launches:
+                if i < launches and catalog[name][1] == "gemm":  # the loops' bytes are not a GEMM's
                     out[f"stamps {key}#{i}"] = rec[i]
             ms = out[f"ms {key}"]
             print(f"{key}: first {ms[0]:.3f} ms, launches 5-35 {np.median(ms[5:35]):.3f}, "
                   f"100+ {np.median(ms[100:]):.3f}", flush=True)
     out["device"] = np.array(torch.cuda.get_device_name())
+    out["kernels"] = np.array(kernels)
     np.savez_compressed(path, **out)
 
 
@@ -120,14 +133,17 @@ def summarize(path: Path) -> list[dict]:
     prof = load_profile("h200-sxm")
     z = np.load(path)
     rows = []
+    kernels = [str(k) for k in z["kernels"]] if "kernels" in z.files else KERNELS
     for pass_ in ("forward", "reverse"):
-        for name in KERNELS:
+        for name in kernels:
             key = f"{name} {pass_}"
             if f"ms {key}" not in z.files:
                 continue
             ms = z[f"ms {key}"]
             row = {"kernel": name, "pass": pass_}
             for label, (lo, hi) in WINDOWS.items():
+                if lo >= len(ms):
+                    continue
                 row[f"tflops {label}"] = round(2 * M * N * K / (float(np.median(ms[lo:hi])) * 1e-3) / 1e12, 1)
                 if f"clock {key}" in z.files:
                     row[f"clock {label}"] = round(float(np.median(z[f"clock {key}"][lo:hi])), 3)
@@ -150,17 +166,25 @@ def main(argv=None):
     ap = cli.dump_summarize_parser(__doc__, "time every launch of each kernel from a rested GPU")
     ap.add_argument("--launches", type=int, default=300)
     ap.add_argument("--rest", type=float, default=4.0, help="seconds idle before each kernel")
+    ap.add_argument("--kernels", default=",".join(KERNELS), help="with --dump: comma-separated names from "
+                    "experiments.hbm_bytes.SCHEDULES or calibrate_clock's loops (default %(default)s)")
     args = cli.parse(ap, argv)
     if args.dump:
-        dump(args.dump, args.launches, args.rest)
+        kernels = tuple(k.strip() for k in args.kernels.split(","))
+        unknown = [k for k in kernels if k not in _catalog()]
+        if unknown:
+            ap.error(f"unknown kernels {unknown}; known: {sorted(_catalog())}")
+        dump(args.dump, args.launches, args.rest, kernels)
     rows = summarize(args.record)
     if args.csv:
         cli.write_csv(args.csv, rows, "TFLOPS of each launch from a rested GPU, medians by window of launch numbers; "
                       f"python -m experiments.clock_transient --summarize {args.record}")
-    print(f"{'kernel':9s} {'pass':8s} " + " ".join(f"{w:>8s}" for w in WINDOWS) + "  smi GHz  down by")
+    print(f"{'kernel':24s} {'pass':8s} " + " ".join(f"{w:>8s}" for w in WINDOWS) + "  smi GHz  down by"
+          "   counted GHz by window")
     for r in rows:
-        print(f"{r['kernel']:9s} {r['pass']:8s} " + " ".join(f"{r[f'tflops {w}']:8.1f}" for w in WINDOWS)
-              + f"  {r['steady_smi_clock_ghz']:7.3f}  {r['clock_down_ms']} ms")
+        print(f"{r['kernel']:24s} {r['pass']:8s} " + " ".join(f"{r.get(f'tflops {w}', float('nan')):8.1f}" for w in WINDOWS)
+              + f"  {r['steady_smi_clock_ghz']:7.3f}  {r['clock_down_ms']} ms  "
+              + " ".join(f"{r[f'clock {w}']:.3f}" for w in WINDOWS if f"clock {w}" in r))
     if any(f"model_tflops #{i}" in r for r in rows for i in STAMPED):
         print("stamped launches: TFLOPS / counted GHz / kclk per CTA / replayed DRAM GB -> the model at that clock "
               "with those bytes (with its per-wave bytes)")
