@@ -32,13 +32,19 @@ from experiments.power_draw import sample_while
 KERNELS = ("v1", "v2", "v2-local", "v3 s2")  # by default; --kernels picks from CATALOG
 
 
+PAD = 32 * 1024  # the footprint experiment's unused dynamic shared memory per CTA
+
+
 def _catalog() -> dict:
-    """name -> (schedule, kind): the GEMMs of experiments.hbm_bytes and the two halves of the
-    seed's loop (the WGMMA-only and load-only microbenchmarks of experiments.calibrate_clock)."""
+    """name -> (schedule, kind, unused shared bytes): the GEMMs of experiments.hbm_bytes, the
+    two halves of the seed's loop (calibrate_clock's WGMMA-only and load-only loops), and
+    V1 / V2 / V3 s2 launched with 32 KB of shared memory per CTA they do not use
+    ("v1 +32KB smem": the same work on a larger shared-memory footprint)."""
     from experiments.calibrate_clock import LOAD_LOOP_SCHEDULES, MMA_LOOP_SCHEDULES
-    return {**{name: (s, "gemm") for name, s in SCHEDULES.items()},
-            **{name: (s, "mma") for name, s in MMA_LOOP_SCHEDULES.items()},
-            **{name: (s, "load") for name, s in LOAD_LOOP_SCHEDULES.items()}}
+    return {**{name: (s, "gemm", 0) for name, s in SCHEDULES.items()},
+            **{f"{name} +32KB smem": (SCHEDULES[name], "gemm", PAD) for name in ("v1", "v2", "v3 s2")},
+            **{name: (s, "mma", 0) for name, s in MMA_LOOP_SCHEDULES.items()},
+            **{name: (s, "load", 0) for name, s in LOAD_LOOP_SCHEDULES.items()}}
 M = N = K = 8192
 SMI_TIME = "%Y/%m/%d %H:%M:%S.%f"
 STAMPED = (25, 150, 290)  # launches whose every CTA's stamps are kept (DRAM bytes by replay)
@@ -58,7 +64,7 @@ def dump(path: Path, launches: int, rest: float, kernels=KERNELS) -> None:
     launchers = {name: probed_launcher(KernelConfig(catalog[name][0], "float16", "k", "k", clock_probe=True,
                                                     mma_loop_only=catalog[name][1] == "mma",
                                                     load_loop_only=catalog[name][1] == "load"),
-                                       M, N, K, launches)[:2] for name in kernels}
+                                       M, N, K, launches, catalog[name][2])[:2] for name in kernels}
     for run, _ in launchers.values():  # load each module and touch each kernel once, then rest
         run(a, b)
     torch.cuda.synchronize()
@@ -156,7 +162,7 @@ def summarize(path: Path) -> list[dict]:
             row["launches_ms"] = round(float(ms.sum()), 1)
             for i in STAMPED:
                 if f"stamps {key}#{i}" in z.files:
-                    got = stamped_against_model(SCHEDULES[name], float(ms[i]), z[f"stamps {key}#{i}"], prof)
+                    got = stamped_against_model(_catalog()[name][0], float(ms[i]), z[f"stamps {key}#{i}"], prof)
                     row.update({f"{col} #{i}": v for col, v in got.items()})
             rows.append(row)
     return rows
