@@ -203,7 +203,8 @@ def main(argv=None):
         by = {r["kernel"]: r for r in rows if r["pass"] == pass_}
         if "v1" in by and "v2" in by:
             print(f"V2 / V1 ({pass_}): " + ", ".join(
-                f"{w} {by['v2'][f'tflops {w}'] / by['v1'][f'tflops {w}']:.3f}" for w in WINDOWS))
+                f"{w} {by['v2'][f'tflops {w}'] / by['v1'][f'tflops {w}']:.3f}" for w in WINDOWS
+                if f"tflops {w}" in by["v1"]))
 
 
 if __name__ == "__main__":
