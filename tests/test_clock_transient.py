@@ -51,3 +51,16 @@ def test_model_given_each_launchs_clock_and_bytes():
         for i in (150, 290):
             ratio = float(r[f"model_tflops #{i}"]) / float(r[f"tflops #{i}"])
             assert 0.97 < ratio < 1.08, (r["kernel"], r["pass"], i, ratio)
+
+
+def test_the_early_clock_is_the_schedules_not_its_shared_memory_footprint():
+    """Runs 44-45, the counted clock of the first five launches after a rest: the WGMMA-only
+    loop 1.64, V1 1.60, V3 s2 1.40-1.42, V2 and V2 s3 1.28-1.30, V3 s3 1.25-1.26; V1 and V3 s2
+    launched with 32 KB per CTA of unused shared memory start where they do without it."""
+    r44, r45 = _rows("run44"), _rows("run45")
+    for p in ("forward", "reverse"):
+        first = lambda rows, k: float(rows[k, p]["clock first 5"])  # noqa: E731
+        assert first(r44, "mma loop 128x128x64 s2") > first(r44, "v1") > first(r44, "v3 s2") > 1.05 * first(r44, "v2")
+        assert first(r44, "v3 s3") < 0.92 * first(r44, "v3 s2") and first(r45, "v3 s3") < 0.92 * first(r45, "v3 s2")
+        for k in ("v1", "v3 s2"):
+            assert abs(first(r45, f"{k} +32KB smem") - first(r45, k)) < 0.015
