@@ -64,3 +64,12 @@ def test_the_early_clock_is_the_schedules_not_its_shared_memory_footprint():
         assert first(r44, "v3 s3") < 0.92 * first(r44, "v3 s2") and first(r45, "v3 s3") < 0.92 * first(r45, "v3 s2")
         for k in ("v1", "v3 s2"):
             assert abs(first(r45, f"{k} +32KB smem") - first(r45, k)) < 0.015
+
+
+def test_one_cta_per_sm_rings_start_highest():
+    """Run 46: the 4-stage rings (one CTA per SM, the tensor cores 50-58% busy per clock) start
+    at 1.59-1.72 GHz, the 2-3-CTA rings at 1.24-1.39."""
+    rows = _rows("run46")
+    for p in ("forward", "reverse"):
+        first = {k: float(rows[k, p]["clock first 5"]) for k in ("v3 s2", "v3 s3", "v3 s4", "v2", "v2 s3", "v2 s4")}
+        assert min(first["v3 s4"], first["v2 s4"]) > 1.5 > 1.4 > max(first[k] for k in ("v3 s2", "v3 s3", "v2", "v2 s3"))
