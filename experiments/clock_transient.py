@@ -15,7 +15,10 @@ order of the kernels and the GPU's warming are not taken for the kernels' own be
 `--summarize`: per kernel and pass, the median TFLOPS over windows of launch numbers: the
 first five; 5-35 (DESIGN.md's protocol: five warm-ups, then about 30 timed); 20-30 (run 31's
 protocol); and from 100 on (the steady state); the time (ms after the first launch) by which
-the reported clock has come down; and V2 / V1 in each window.
+the reported clock has come down; the median counted clock (clock probe) per window; for the
+GEMMs, at launches 25, 150 and 290, the model at that launch's clock with its replayed DRAM
+bytes; and V2 / V1 in each window. `--kernels` picks other kernels (runs 44-46: the loops,
+deeper rings, and V1 / V3 s2 on a padded shared-memory footprint).
 """
 from __future__ import annotations
 
@@ -29,10 +32,12 @@ from experiments import cli
 from experiments.hbm_bytes import SCHEDULES
 from experiments.power_draw import sample_while
 
-KERNELS = ("v1", "v2", "v2-local", "v3 s2")  # by default; --kernels picks from CATALOG
-
-
-PAD = 32 * 1024  # the footprint experiment's unused dynamic shared memory per CTA
+KERNELS = ("v1", "v2", "v2-local", "v3 s2")  # by default; --kernels picks from _catalog()
+PAD = 32 * 1024  # the footprint experiment's unused dynamic shared memory per CTA (run 45)
+M = N = K = 8192
+SMI_TIME = "%Y/%m/%d %H:%M:%S.%f"
+STAMPED = (25, 150, 290)  # launches whose every CTA's stamps are kept (DRAM bytes by replay)
+WINDOWS = {"first 5": (0, 5), "5-35": (5, 35), "20-30": (20, 30), "100+": (100, None)}
 
 
 def _catalog() -> dict:
@@ -45,10 +50,6 @@ def _catalog() -> dict:
             **{f"{name} +32KB smem": (SCHEDULES[name], "gemm", PAD) for name in ("v1", "v2", "v3 s2")},
             **{name: (s, "mma", 0) for name, s in MMA_LOOP_SCHEDULES.items()},
             **{name: (s, "load", 0) for name, s in LOAD_LOOP_SCHEDULES.items()}}
-M = N = K = 8192
-SMI_TIME = "%Y/%m/%d %H:%M:%S.%f"
-STAMPED = (25, 150, 290)  # launches whose every CTA's stamps are kept (DRAM bytes by replay)
-WINDOWS = {"first 5": (0, 5), "5-35": (5, 35), "20-30": (20, 30), "100+": (100, None)}
 
 
 def dump(path: Path, launches: int, rest: float, kernels=KERNELS) -> None:
