@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from gemm.schedule import preset
+from sim.l2cache import probe_clock_ghz
 
 from .measure import provenance
 from .reference import random_operands
@@ -130,8 +131,7 @@ def probe_clock(schedule, sets, runs=5, mma_loop_only=False, load_loop_only=Fals
         run(*sets[r % len(sets)])
         torch.cuda.synchronize()
         raw = probe.get()
-        rec = raw.astype(np.float64)
-        ghz = (rec[:, 2] - rec[:, 0]) / (rec[:, 3] - rec[:, 1])
+        ghz = probe_clock_ghz(raw)
         per_run.append(float(np.median(ghz)))
         all_ghz.extend(ghz.tolist())
     ctas_per_sm = loaded.occupancy.max_active_blocks_per_multiprocessor(loaded.threads, loaded.shared_bytes)

@@ -31,6 +31,7 @@ import numpy as np
 from experiments import cli
 from experiments.hbm_bytes import SCHEDULES
 from experiments.power_draw import sample_while
+from sim.l2cache import probe_clock_ghz
 
 KERNELS = ("v1", "v2", "v2-local", "v3 s2")  # by default; --kernels picks from _catalog()
 PAD = 32 * 1024  # the footprint experiment's unused dynamic shared memory per CTA (run 45)
@@ -90,9 +91,8 @@ def dump(path: Path, launches: int, rest: float, kernels=KERNELS) -> None:
             out[f"t0 {key}"] = np.array(t0)
             out[f"smi {key}"] = np.array(lines)
             rec = probe.get().reshape(launches, -1, probe.shape[1]).astype(np.int64)
-            cycles, ns = rec[..., 2] - rec[..., 0], rec[..., 3] - rec[..., 1]
-            out[f"clock {key}"] = np.median(cycles / ns, axis=1)  # each launch's counted clock, GHz
-            out[f"kclk {key}"] = np.median(cycles, axis=1) / 1e3
+            out[f"clock {key}"] = np.median(probe_clock_ghz(rec), axis=1)  # each launch's counted clock
+            out[f"kclk {key}"] = np.median(rec[..., 2] - rec[..., 0], axis=1) / 1e3
             for i in STAMPED:
                 if i < launches and catalog[name][1] == "gemm":  # the loops' bytes are not a GEMM's
                     out[f"stamps {key}#{i}"] = rec[i]

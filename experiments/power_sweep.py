@@ -82,7 +82,7 @@ def dump(path: Path, seconds: float, match: list[str], memory_power: bool, grids
 
 def summarize(path: Path) -> list[dict]:
     from sim.hardware import load_profile
-    from sim.l2cache import probe_timeline, replay
+    from sim.l2cache import probe_clock_ghz, probe_timeline, replay
     prof = load_profile(GPU)
     z = np.load(path)
     rows_out = []
@@ -102,7 +102,7 @@ def summarize(path: Path) -> list[dict]:
                 ms = float(z[f"ms {key}"][0])
                 rec = np.asarray(z[f"probe {key}"]).astype(np.int64)
                 starts, durations = probe_timeline(rec)
-                counted = float(np.median((rec[:, 2] - rec[:, 0]) / (durations * 1e3)))
+                counted = float(np.median(probe_clock_ghz(rec)))
                 busy = len(np.unique(rec[:, 4]))
                 row = {"loop": kind, "pass": pass_, "ctas": rows * cols, "grid": f"{rows}x{cols}", "busy_sms": busy,
                        **smi_medians(z[f"smi {key}"]), **mem(key), "ms": round(ms, 4), "probe_clock_ghz": round(counted, 3)}

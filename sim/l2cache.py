@@ -150,6 +150,13 @@ def probe_timeline(records):
     return (rec[:, 1] - t0) / 1e3, (rec[:, 3] - rec[:, 1]) / 1e3
 
 
+def probe_clock_ghz(records) -> np.ndarray:
+    """Each CTA's counted SM clock (GHz: %clock64 cycles over %globaltimer ns) from the clock
+    probe's words; any leading shape (launches x CTAs x words gives launches x CTAs)."""
+    rec = np.asarray(records).astype(np.int64)
+    return (rec[..., 2] - rec[..., 0]) / (rec[..., 3] - rec[..., 1])
+
+
 def replay(s: Schedule, m: int, n: int, k: int, starts, durations, l2_bytes: int,
            slices_per_step: int = 1, write_c: bool = True, sides=None) -> dict:
     """HBM read bytes of A and B when the CTAs (in launch order) run at `starts` for
