@@ -209,9 +209,7 @@ class SmEngines:
         self.env, self.gpu, self.miss_rate = env, gpu, miss_rate
         # this SM's share of the L2 read bandwidth while `active_sms` SMs pull together
         self.l2_rate = gpu.l2_share_bytes_per_clk(active_sms)
-        # a missed byte's fill is a GPU-wide cost, shared by the busy SMs: charged in full
-        # with every SM busy, in proportion on a GPU that is partly idle (NOTES 33, 46-47)
-        self.miss_charge = gpu.l2_miss_port_factor * min(1.0, (active_sms or gpu.sm_count) / gpu.sm_count)
+        self.miss_charge = gpu.l2_miss_charge(active_sms)
         self.tensor = simpy.Resource(env, capacity=1)
         self.l2_path = simpy.Resource(env, capacity=1)
         self.hbm = simpy.Resource(env, capacity=1)

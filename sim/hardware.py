@@ -256,6 +256,13 @@ class GpuProfile:
         n = max(1, min(self.sm_count, active_sms or self.sm_count))
         return min(self.l2_sm_bytes_per_clk, self.l2_read_bytes_per_clk / n)
 
+    def l2_miss_charge(self, active_sms: int | None = None) -> float:
+        """Extra L2 -> SM port time of a missed byte, as a multiple of a hit byte's: the fill is
+        a GPU-wide cost shared by the busy SMs, charged in full with every SM busy and in
+        proportion on a partly idle GPU (experiments/NOTES.md 33, 46-47)."""
+        n = max(1, min(self.sm_count, active_sms or self.sm_count))
+        return self.l2_miss_port_factor * n / self.sm_count
+
     def l2_feed_bytes_per_clk(self) -> float:
         """What the L2 can deliver to all SMs together, bytes per SM clock."""
         return min(self.l2_sm_bytes_per_clk * self.sm_count, self.l2_read_bytes_per_clk)

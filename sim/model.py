@@ -132,8 +132,8 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
     hz = prof.clock_ghz * 1e9
     # L2 requests: one per box row of <= 128 B; each SM's path takes one per l2_request_clk
     requests = tm * tn * k_iters * s.k_iteration_requests
-    # (bytes that miss L2 cost l2_miss_port_factor x more port time: the fill)
-    port_bytes = traffic["l2_to_sm_bytes"] + prof.l2_miss_port_factor * traffic["hbm_read_bytes"]
+    # (bytes that miss L2 cost more port time: the fill, as in the one-SM simulation)
+    port_bytes = traffic["l2_to_sm_bytes"] + prof.l2_miss_charge(wv["ctas"]) * traffic["hbm_read_bytes"]
     l2_terms = (port_bytes / (prof.l2_feed_bytes_per_clk() * hz),
                 requests * prof.l2_request_clk / prof.sm_count / hz)
     l2_time = sum(l2_terms) if prof.l2_request_additive else max(l2_terms)
