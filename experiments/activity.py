@@ -32,6 +32,24 @@ import numpy as np
 LOGS = Path(__file__).with_name("results") / "h200-sxm" / "logs"
 KERNELS = ("v1", "v2", "v2-local", "v2 s3", "v2 s4", "v3 s2", "v3 s3", "v3 s4",
            "mma loop 128x128x64 s2", "load loop 128x128x64 s2")
+# Run 48: the clock form is fitted on CALIBRATION alone (the WGMMA-only loops, and GEMMs that
+# are not the seed's V1 / V2 / V3 at 128x128x64: other versions, tiles and rasters) and tested
+# on HELD_OUT (the seed's kernels, and V1 / V2 / V3 s2 on a padded shared-memory footprint);
+# the load-only loops run at the top clock and only check that the form lets them.
+CALIBRATION = ("mma loop 128x128x64 s2", "mma loop 128x128x64 s3", "mma loop 128x128x64 s4",
+               "mma loop 128x192x64 s2", "mma loop 64x128x64 s2", "mma loop v3 128x128x64 s2",
+               "mma loop v3 128x128x64 s4", "mma loop v4 128x128x64 s4", "mma loop v5 128x128x64 s3",
+               "mma loop v5 128x128x64 s4", "v4 s2", "v5 s3", "v5 s4", "v5 128x256 s4",
+               "v5 128x256 s4 grouped", "v1 128x192", "v2 128x192 s2", "v1 64x256", "v2 64x256 s2",
+               "v2 64x256 s2 row")
+HELD_OUT = ("v1", "v2", "v2-local", "v2 s3", "v2 s4", "v3 s2", "v3 s3", "v3 s4",
+            "v1 +32KB smem", "v2 +32KB smem", "v3 s2 +32KB smem")
+TOP_CLOCK = ("load loop 128x128x64 s1", "load loop 128x128x64 s2", "load loop 128x128x64 s3",
+             "load loop 128x128x64 s4")
+# the counters run 48 needs (one or two replay passes, so each launch runs nearly as it would alone)
+METRICS = ("gpu__time_duration.sum,smsp__cycles_elapsed.avg.per_second,sm__cycles_elapsed.avg,"
+           "dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,"
+           "sm__ops_path_tensor_op_hgmma_src_fp16_sparsity_off.avg.pct_of_peak_sustained_elapsed")
 # clock_transient runs whose "clock first 5" (counted GHz, first five launches after 4 s idle)
 # give each kernel's early clock; a kernel in several runs takes the median over them
 EARLY_RUNS = ("run38", "run39", "run44", "run45", "run46")
@@ -147,7 +165,73 @@ def _print(res: dict) -> None:
         print(f"  {r['v3_s3_over_v3_s2']:7.3f}  rho {r['spearman_vs_early_clock']:5.2f}  {r['counter']}")
 
 
-def launch(labels_path: Path, repeat: int, warmups: int = 5) -> None:
+TENSOR = "sm__ops_path_tensor_op_hgmma_src_fp16_sparsity_off.avg.pct_of_peak_sustained_elapsed"
+CAPPED_BELOW = 1.75  # GHz counted: WGMMA kernels count at most ~1.80 (0.91 x 1.98) when nothing holds them
+
+
+def activities(launch: dict) -> dict:
+    """One launch: counted clock f (GHz), tensor use per clock u, L2 -> SM read and DRAM TB/s."""
+    t = launch["gpu__time_duration.sum"] * 1e-9
+    return {"f": launch["smsp__cycles_elapsed.avg.per_second"] / 1e9, "u": launch[TENSOR] / 100,
+            "L": launch["lts__t_sectors_srcunit_tex_op_read.sum"] * 32 / t / 1e12,
+            "H": (launch["dram__bytes_read.sum"] + launch["dram__bytes_write.sum"]) / t / 1e12}
+
+
+def kernel_activities(dirs) -> dict[str, dict]:
+    """{kernel: median activities over its launches} from runs written by --labels under ncu."""
+    seen: dict[str, list[dict]] = {}
+    for d in dirs:
+        meta = json.loads((Path(d) / "labels.json").read_text())
+        for name, launch in zip(meta["labels"], read_raw(Path(d) / "ncu.csv"), strict=True):
+            seen.setdefault(name, []).append(activities(launch))
+    return {k: {q: st.median(a[q] for a in v) for q in v[0]} for k, v in seen.items()}
+
+
+def form_terms(a: dict, f: float, g: float, l2_on_voltage: bool) -> np.ndarray:
+    """The form's three terms for activity `a` moved to clock f (work per clock held): tensor
+    132 u (f / 1.8)^g, L2 -> SM TB/s (x (f / 1.8)^(g - 1) when on the SM's voltage), DRAM TB/s."""
+    s = f / a["f"]
+    return np.array([132 * a["u"] * (f / 1.8) ** g, a["L"] * s * ((f / 1.8) ** (g - 1) if l2_on_voltage else 1.0),
+                     a["H"] * s])
+
+
+def fit_form(acts: dict, names, g: float, l2_on_voltage: bool) -> np.ndarray:
+    """Coefficients c with terms . c = 1 at each named kernel's clock (least squares)."""
+    x = np.array([form_terms(acts[k], acts[k]["f"], g, l2_on_voltage) for k in names])
+    c, *_ = np.linalg.lstsq(x, np.ones(len(names)), rcond=None)
+    return c
+
+
+def solve_clock(a: dict, c: np.ndarray, g: float, l2_on_voltage: bool, top: float = 2.0) -> float:
+    """The clock at which the form reaches 1 for activity `a` (`top` if it stays under)."""
+    lo, hi = 0.3, top
+    if form_terms(a, top, g, l2_on_voltage) @ c <= 1:
+        return top
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if form_terms(a, mid, g, l2_on_voltage) @ c > 1 else (mid, hi)
+    return (lo + hi) / 2
+
+
+def clock_fits(acts: dict) -> list[dict]:
+    """Each form fitted on the capped CALIBRATION kernels; every kernel's clock solved from its
+    own measured activity per clock; errors on the calibration set and on HELD_OUT."""
+    calib = [k for k in CALIBRATION if k in acts and acts[k]["f"] < CAPPED_BELOW]
+    out = []
+    for g in (2.0, 2.5, 3.0, 3.5):
+        for volt in (False, True):
+            c = fit_form(acts, calib, g, volt)
+            got = {k: solve_clock(a, c, g, volt) for k, a in acts.items()}
+            err = {k: got[k] / acts[k]["f"] - 1 for k in acts}
+            held = [abs(err[k]) for k in HELD_OUT if k in err]
+            out.append({"g": g, "l2_on_voltage": volt, "coef": c.tolist(), "calibration": calib,
+                        "calibration_rms": float(np.sqrt(np.mean([err[k] ** 2 for k in calib]))),
+                        "held_out_median": st.median(held) if held else None,
+                        "held_out_max": max(held) if held else None, "clock": got, "err": err})
+    return out
+
+
+def launch(labels_path: Path, repeat: int, warmups: int = 5, kernels=KERNELS) -> None:
     import torch
     from torch.cuda import nvtx
 
@@ -160,7 +244,7 @@ def launch(labels_path: Path, repeat: int, warmups: int = 5) -> None:
     b = b.t().contiguous().t()
     catalog = _catalog()
     labels = []
-    for name in KERNELS:
+    for name in kernels:
         s, kind, pad = catalog[name]
         run = probed_launcher(KernelConfig(s, "float16", "k", "k", clock_probe=True, mma_loop_only=kind == "mma",
                                            load_loop_only=kind == "load"), M, N, K, 1, pad)[0]
@@ -178,6 +262,31 @@ def launch(labels_path: Path, repeat: int, warmups: int = 5) -> None:
     Path(labels_path).write_text(json.dumps({"info": info, "repeat": repeat, "labels": labels}))
 
 
+def _print_fits(acts: dict, out_csv: Path | None, dirs=()) -> None:
+    fits = clock_fits(acts)
+    print(f"{len(acts)} kernels; the form fitted on {len(fits[0]['calibration'])} capped calibration kernels")
+    for fit in fits:
+        print(f"g={fit['g']} L2 {'on the voltage' if fit['l2_on_voltage'] else 'flat':14s} calibration rms "
+              f"{100 * fit['calibration_rms']:4.1f}% | held out |err| median {100 * fit['held_out_median']:4.1f}% "
+              f"max {100 * fit['held_out_max']:4.1f}%")
+    best = min(fits, key=lambda f: f["calibration_rms"])  # chosen on the calibration set alone
+    print(f"best on the calibration set: g={best['g']}, L2 {'on the voltage' if best['l2_on_voltage'] else 'flat'}; "
+          "each kernel's counted clock, measured -> from the form:")
+    for k, a in acts.items():
+        tag = "held out" if k in HELD_OUT else "calib" if k in best["calibration"] else "top" if k in TOP_CLOCK else "-"
+        print(f"  {k:30s} {tag:8s} u {a['u']:.2f} L2 {a['L']:5.2f} DRAM {a['H']:4.2f} TB/s  {a['f']:.3f} -> "
+              f"{best['clock'][k]:.3f} ({100 * best['err'][k]:+.1f}%)")
+    if out_csv:
+        rows = [{"kernel": k, "set": "held_out" if k in HELD_OUT else "calibration" if k in best["calibration"]
+                 else "top_clock" if k in TOP_CLOCK else "other", **{q: round(v, 4) for q, v in a.items()},
+                 **{f"clock g={f['g']} {'volt' if f['l2_on_voltage'] else 'flat'}": round(f["clock"][k], 4)
+                    for f in fits}} for k, a in acts.items()]
+        from experiments import cli
+        cli.write_csv(out_csv, rows, "counted clock f (GHz), tensor use u, L2 -> SM and DRAM TB/s per kernel under "
+                      "Nsight Compute, and the clock each form fitted on the calibration kernels gives; python -m "
+                      "experiments.activity --fit " + " ".join(str(d) for d in dirs))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--labels", type=Path, help="launch the kernels (on the GPU, under ncu); their names in "
@@ -186,14 +295,23 @@ def main(argv=None):
     ap.add_argument("--summarize", type=Path, metavar="DIR", help="read DIR/ncu.csv and DIR/labels.json (no GPU)")
     ap.add_argument("--csv", type=Path, help="with --summarize: write every ranked counter here")
     ap.add_argument("--top", type=int, default=25, help="counters to print per list (default %(default)s)")
+    ap.add_argument("--kernels", default="run47", help="with --labels: 'run47' (KERNELS), 'run48' (CALIBRATION, "
+                    "HELD_OUT, TOP_CLOCK) or comma-separated names from experiments.clock_transient's catalog")
+    ap.add_argument("--fit", type=Path, nargs="+", metavar="DIR", help="fit the clock form on the calibration "
+                    "kernels of these runs and test it on the held-out ones (no GPU)")
     args = ap.parse_args(argv)
+    if args.fit:
+        _print_fits(kernel_activities(args.fit), args.csv, args.fit)
+        return
     if args.summarize:
         res = summarize(args.summarize, args.csv, args.top)
         _print(res)
         return
     if not args.labels:
         ap.error("give --labels (launch the kernels under ncu) or --summarize DIR")
-    launch(args.labels, args.repeat)
+    named = {"run47": KERNELS, "run48": CALIBRATION + HELD_OUT + TOP_CLOCK}
+    kernels = named.get(args.kernels) or tuple(k.strip() for k in args.kernels.split(","))
+    launch(args.labels, args.repeat, kernels=kernels)
 
 
 if __name__ == "__main__":

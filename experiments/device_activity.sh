@@ -1,8 +1,19 @@
 #!/usr/bin/env bash
-# Device call (run 47): every counter of Nsight Compute's full set, per SM clock, for the
-# kernels whose early clocks runs 38-46 measured (experiments/activity.py; NOTES 57).
+# Device calls 47-48 (experiments/activity.py; NOTES 57-58). Usage: bash experiments/device_activity.sh [run47|run48]
+#   run47: every counter of Nsight Compute's full set, per SM clock, for the kernels whose
+#          early clocks runs 38-46 measured, ranked against those clocks;
+#   run48: the few counters of activity.METRICS (one or two passes) for the calibration,
+#          held-out and top-clock kernels; the clock form fitted and tested.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-NCU_OPTIONS="--set full --page raw" OUT=$OUT bash experiments/ncu_measured.sh - 480 \
-  python3 -m experiments.activity --labels "$OUT/labels.json"
-python3 -m experiments.activity --summarize "$OUT" --csv "$OUT/activity.csv" --top 30
+mode=${1:-run48}
+if [ "$mode" = run47 ]; then
+  NCU_OPTIONS="--set full --page raw" OUT=$OUT bash experiments/ncu_measured.sh - 480 \
+    python3 -m experiments.activity --labels "$OUT/labels.json" --kernels run47
+  python3 -m experiments.activity --summarize "$OUT" --csv "$OUT/activity.csv" --top 30
+else
+  metrics=$(python3 -c 'from experiments.activity import METRICS; print(METRICS)')
+  NCU_OPTIONS="--page raw" OUT=$OUT bash experiments/ncu_measured.sh "$metrics" 480 \
+    python3 -m experiments.activity --labels "$OUT/labels.json" --kernels run48 --repeat 3
+  python3 -m experiments.activity --fit "$OUT" --csv "$OUT/clock_form.csv"
+fi
