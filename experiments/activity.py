@@ -25,6 +25,7 @@ import csv
 import io
 import json
 import statistics as st
+import time
 from pathlib import Path
 
 import numpy as np
@@ -167,6 +168,7 @@ def _print(res: dict) -> None:
 
 TENSOR = "sm__ops_path_tensor_op_hgmma_src_fp16_sparsity_off.avg.pct_of_peak_sustained_elapsed"
 CAPPED_BELOW = 1.75  # GHz counted: WGMMA kernels count at most ~1.80 (0.91 x 1.98) when nothing holds them
+TOP_GHZ = 2.0  # what the solved clock may reach (the boost clock is 1.98)
 
 
 def activities(launch: dict) -> dict:
@@ -187,41 +189,18 @@ def kernel_activities(dirs) -> dict[str, dict]:
     return {k: {q: st.median(a[q] for a in v) for q in v[0]} for k, v in seen.items()}
 
 
-def form_terms(a: dict, f: float, g: float, l2_on_voltage: bool) -> np.ndarray:
-    """The form's three terms for activity `a` moved to clock f (work per clock held): tensor
-    132 u (f / 1.8)^g, L2 -> SM TB/s (x (f / 1.8)^(g - 1) when on the SM's voltage), DRAM TB/s."""
-    s = f / a["f"]
-    return np.array([132 * a["u"] * (f / 1.8) ** g, a["L"] * s * ((f / 1.8) ** (g - 1) if l2_on_voltage else 1.0),
-                     a["H"] * s])
-
-
-def fit_form(acts: dict, names, g: float, l2_on_voltage: bool) -> np.ndarray:
-    """Coefficients c with terms . c = 1 at each named kernel's clock (least squares)."""
-    x = np.array([form_terms(acts[k], acts[k]["f"], g, l2_on_voltage) for k in names])
-    c, *_ = np.linalg.lstsq(x, np.ones(len(names)), rcond=None)
-    return c
-
-
-def solve_clock(a: dict, c: np.ndarray, g: float, l2_on_voltage: bool, top: float = 2.0) -> float:
-    """The clock at which the form reaches 1 for activity `a` (`top` if it stays under)."""
-    lo, hi = 0.3, top
-    if form_terms(a, top, g, l2_on_voltage) @ c <= 1:
-        return top
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        lo, hi = (lo, mid) if form_terms(a, mid, g, l2_on_voltage) @ c > 1 else (mid, hi)
-    return (lo + hi) / 2
-
-
 def clock_fits(acts: dict) -> list[dict]:
     """Each form fitted on the capped CALIBRATION kernels; every kernel's clock solved from its
     own measured activity per clock; errors on the calibration set and on HELD_OUT."""
+    from sim import clock
     calib = [k for k in CALIBRATION if k in acts and acts[k]["f"] < CAPPED_BELOW]
     out = []
     for g in (2.0, 2.5, 3.0, 3.5):
         for volt in (False, True):
-            c = fit_form(acts, calib, g, volt)
-            got = {k: solve_clock(a, c, g, volt) for k, a in acts.items()}
+            c = clock.fit([(acts[k]["u"], acts[k]["L"], acts[k]["H"], acts[k]["f"]) for k in calib], g,
+                          l2_on_voltage=volt)
+            got = {k: clock.earned_clock(a["u"], a["L"], a["H"], a["f"], c, g, TOP_GHZ, l2_on_voltage=volt)
+                   for k, a in acts.items()}
             err = {k: got[k] / acts[k]["f"] - 1 for k in acts}
             held = [abs(err[k]) for k in HELD_OUT if k in err]
             out.append({"g": g, "l2_on_voltage": volt, "coef": c.tolist(), "calibration": calib,
@@ -231,7 +210,16 @@ def clock_fits(acts: dict) -> list[dict]:
     return out
 
 
-def launch(labels_path: Path, repeat: int, warmups: int = 5, kernels=KERNELS) -> None:
+SEQUENCE = 250           # run 49: launches back to back per kernel, after a rest ...
+PROFILED_AT = (0, 30, 120, 240)  # ... of which these are profiled: rested, the seed's window, falling, settled
+SEQUENCE_KERNELS = ("v1", "v2", "v2-local", "v3 s2", "v3 s3")
+REST_S = 3.0
+
+
+def launch(labels_path: Path, repeat: int, warmups: int = 5, kernels=KERNELS, sequence: int = 0) -> None:
+    """Each kernel `repeat` times inside an NVTX range "measured" after `warmups`; or, with
+    `sequence`, after a rest, `sequence` launches back to back of which those at PROFILED_AT
+    are in the range (labels "name #i")."""
     import torch
     from torch.cuda import nvtx
 
@@ -251,6 +239,18 @@ def launch(labels_path: Path, repeat: int, warmups: int = 5, kernels=KERNELS) ->
         for _ in range(warmups):
             run(a, b)
         torch.cuda.synchronize()
+        if sequence:
+            time.sleep(REST_S)
+            for i in range(sequence):
+                if i in PROFILED_AT:
+                    nvtx.range_push("measured")
+                run(a, b)
+                if i in PROFILED_AT:
+                    nvtx.range_pop()
+                    labels.append(f"{name} #{i}")
+            torch.cuda.synchronize()
+            print(name, flush=True)
+            continue
         for _ in range(repeat):
             nvtx.range_push("measured")
             run(a, b)
@@ -258,8 +258,27 @@ def launch(labels_path: Path, repeat: int, warmups: int = 5, kernels=KERNELS) ->
             nvtx.range_pop()
             labels.append(name)
         print(name, flush=True)
-    info = {"gpu": torch.cuda.get_device_name(), "m": M, "n": N, "k": K, "warmups": warmups}
+    info = {"gpu": torch.cuda.get_device_name(), "m": M, "n": N, "k": K, "warmups": warmups, "sequence": sequence,
+            "profiled_at": list(PROFILED_AT) if sequence else None}
     Path(labels_path).write_text(json.dumps({"info": info, "repeat": repeat, "labels": labels}))
+
+
+def check(dirs, gpu: str = "h200-sxm") -> list[dict]:
+    """Each profiled launch's counted clock beside the clock the profile's form gives its own
+    measured activity."""
+    from sim import clock
+    from sim.hardware import load_profile
+    prof = load_profile(gpu)
+    rows = []
+    for d in dirs:
+        meta = json.loads((Path(d) / "labels.json").read_text())
+        for name, launch_ in zip(meta["labels"], read_raw(Path(d) / "ncu.csv"), strict=True):
+            a = activities(launch_)
+            f = clock.earned_clock(a["u"], a["L"], a["H"], a["f"], prof.clock_form_coef, prof.clock_form_g, TOP_GHZ)
+            rows.append({"launch": name, **{k: round(v, 4) for k, v in a.items()}, "form_ghz": round(f, 4),
+                         "dram_read_gb": round(launch_["dram__bytes_read.sum"] / 1e9, 3),
+                         "ms": round(launch_["gpu__time_duration.sum"] / 1e6, 4)})
+    return rows
 
 
 def _print_fits(acts: dict, out_csv: Path | None, dirs=()) -> None:
@@ -269,7 +288,7 @@ def _print_fits(acts: dict, out_csv: Path | None, dirs=()) -> None:
         print(f"g={fit['g']} L2 {'on the voltage' if fit['l2_on_voltage'] else 'flat':14s} calibration rms "
               f"{100 * fit['calibration_rms']:4.1f}% | held out |err| median {100 * fit['held_out_median']:4.1f}% "
               f"max {100 * fit['held_out_max']:4.1f}%")
-    best = min(fits, key=lambda f: f["calibration_rms"])  # chosen on the calibration set alone
+    best = best_fit(fits)
     print(f"best on the calibration set: g={best['g']}, L2 {'on the voltage' if best['l2_on_voltage'] else 'flat'}; "
           "each kernel's counted clock, measured -> from the form:")
     for k, a in acts.items():
@@ -285,6 +304,31 @@ def _print_fits(acts: dict, out_csv: Path | None, dirs=()) -> None:
         cli.write_csv(out_csv, rows, "counted clock f (GHz), tensor use u, L2 -> SM and DRAM TB/s per kernel under "
                       "Nsight Compute, and the clock each form fitted on the calibration kernels gives; python -m "
                       "experiments.activity --fit " + " ".join(str(d) for d in dirs))
+    return best
+
+
+def best_fit(fits: list[dict]) -> dict:
+    """The form chosen on the calibration set alone (its rms clock error), never on the held-out kernels."""
+    return min(fits, key=lambda f: f["calibration_rms"])
+
+
+def write_profiles(best: dict, dirs) -> None:
+    from sim.hardware import write_profile_parameters
+    if best["l2_on_voltage"]:
+        raise SystemExit("the chosen form has the L2 term on the SM's voltage, which sim/clock.py's profile form "
+                         "does not carry: not written")
+    runs = ", ".join(str(d) for d in dirs)
+    source = (f"[measured] python -m experiments.activity --fit {runs} --write (Nsight Compute 2025.3.1, clock left "
+              f"alone, NVIDIA H200, driver 580.159.04): c_t SMs u (f/1.8)^g + c_l L2->SM TB/s + c_d DRAM TB/s = 1 "
+              f"fitted on {len(best['calibration'])} capped calibration kernels (WGMMA-only loops; V4, V5, 128x192, "
+              f"64x256 and row-raster GEMMs), g and the L2 term chosen by the calibration rms "
+              f"({100 * best['calibration_rms']:.1f}%); the seed's kernels held out: median "
+              f"{100 * best['held_out_median']:.1f}%, max {100 * best['held_out_max']:.1f}%")
+    params = {"clock_form_coef": [round(float(c), 6) for c in best["coef"]], "clock_form_g": best["g"]}
+    for name in ("h200-sxm", "h100-sxm"):
+        prov = source if name == "h200-sxm" else (
+            "[assumed transfer] the H200's form (same GH100 die, same 700 W SXM limit; HBM3 there, HBM3e here). " + source)
+        print("wrote", write_profile_parameters(name, params, {k: prov for k in params}))
 
 
 def main(argv=None):
@@ -299,9 +343,29 @@ def main(argv=None):
                     "HELD_OUT, TOP_CLOCK) or comma-separated names from experiments.clock_transient's catalog")
     ap.add_argument("--fit", type=Path, nargs="+", metavar="DIR", help="fit the clock form on the calibration "
                     "kernels of these runs and test it on the held-out ones (no GPU)")
+    ap.add_argument("--sequence", action="store_true", help="with --labels: SEQUENCE_KERNELS, each after a rest, "
+                    f"{SEQUENCE} launches back to back, those at {PROFILED_AT} profiled")
+    ap.add_argument("--check", type=Path, nargs="+", metavar="DIR", help="each profiled launch's clock against the "
+                    "profile's form given that launch's own activity (no GPU)")
+    ap.add_argument("--write", action="store_true", help="with --fit: write the form chosen on the calibration "
+                    "set into sim/profiles/h200-sxm.json (and h100-sxm.json, an assumed transfer)")
     args = ap.parse_args(argv)
+    if args.check:
+        rows = check(args.check)
+        for r in rows:
+            print(f"{r['launch']:16s} {r['ms']:6.3f} ms  u {r['u']:.2f}  L2 {r['L']:5.2f}  DRAM {r['H']:4.2f} TB/s "
+                  f"({r['dram_read_gb']:.2f} GB read)  clock {r['f']:.3f}  form {r['form_ghz']:.3f} "
+                  f"({100 * (r['form_ghz'] / r['f'] - 1):+.1f}%)")
+        if args.csv:
+            from experiments import cli
+            cli.write_csv(args.csv, rows, "each profiled launch's counted clock f and activity (Nsight Compute) and the "
+                          "clock the profile's form gives that activity; python -m experiments.activity --check "
+                          + " ".join(str(d) for d in args.check))
+        return
     if args.fit:
-        _print_fits(kernel_activities(args.fit), args.csv, args.fit)
+        best = _print_fits(kernel_activities(args.fit), args.csv, args.fit)
+        if args.write:
+            write_profiles(best, args.fit)
         return
     if args.summarize:
         res = summarize(args.summarize, args.csv, args.top)
@@ -311,6 +375,9 @@ def main(argv=None):
         ap.error("give --labels (launch the kernels under ncu) or --summarize DIR")
     named = {"run47": KERNELS, "run48": CALIBRATION + HELD_OUT + TOP_CLOCK}
     kernels = named.get(args.kernels) or tuple(k.strip() for k in args.kernels.split(","))
+    if args.sequence:
+        launch(args.labels, 1, kernels=SEQUENCE_KERNELS, sequence=SEQUENCE)
+        return
     launch(args.labels, args.repeat, kernels=kernels)
 
 

@@ -293,8 +293,7 @@ def main(argv=None):
 
 
 def write(dump: Path, res: dict, side: np.ndarray) -> None:
-    import json
-    from sim.hardware import PROFILES_DIR
+    from sim.hardware import write_profile_parameters
     ghz = res["ghz"]
     extra = round((res["far_clk"] - res["near_clk"]) / ghz, 1)
     rel = dump.resolve().relative_to(Path(__file__).resolve().parents[1])
@@ -303,13 +302,8 @@ def write(dump: Path, res: dict, side: np.ndarray) -> None:
             f"{ghz:.3f} GHz: near {res['near_clk']:.0f} clk, far {res['far_clk']:.0f} clk, DRAM miss "
             f"{res['miss_clk']:.0f} clk; sides = two-colouring of the (reader, SM that brought the lines in) "
             f"pairs by their share of far loads (same side ~0, other side ~0.5)")
-    path = Path(PROFILES_DIR) / "h200-sxm.json"
-    data = json.loads(path.read_text())
-    data["provenance"]["l2_side_by_sm"] = prov
-    data["provenance"]["l2_far_hit_extra_ns"] = prov + f"; far - near = {extra} ns"
-    data["parameters"]["l2_side_by_sm"] = [int(x) for x in side]
-    data["parameters"]["l2_far_hit_extra_ns"] = extra
-    path.write_text(json.dumps(data, indent=2) + "\n")
+    path = write_profile_parameters("h200-sxm", {"l2_side_by_sm": [int(x) for x in side], "l2_far_hit_extra_ns": extra},
+                                    {"l2_side_by_sm": prov, "l2_far_hit_extra_ns": prov + f"; far - near = {extra} ns"})
     out = Path(__file__).with_name("results") / "h200-sxm" / "l2_sides.csv"
     with out.open("w") as f:
         f.write(f"# {prov}; far - near = {extra} ns\nsm,side\n")

@@ -16,12 +16,11 @@ same GH100 die; which SM ids are fast differs from chip to chip). No GPU needed.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import numpy as np
 
-from sim.hardware import PROFILES_DIR
+from sim.hardware import write_profile_parameters
 
 STAMPS = Path(__file__).with_name("results") / "h200-sxm" / "logs" / "run23" / "load_probes.npz"
 
@@ -50,16 +49,12 @@ def write_profiles(feed, order, names=("h200-sxm", "h100-sxm")) -> None:
               "(correlation between loops 0.95-0.97); dispatch order = SM ids in order of first "
               "appearance in launch order")
     for name in names:
-        path = Path(PROFILES_DIR) / f"{name}.json"
-        data = json.loads(path.read_text()) if path.exists() else {"provenance": {}, "parameters": {}}
         prov = source if name == "h200-sxm" else (
             "[assumed transfer] the H200's map (same GH100 die and 132-SM configuration); which SM "
             "ids are fast differs from chip to chip. " + source)
-        data["provenance"]["l2_feed_by_sm"] = prov
-        data["provenance"]["sm_dispatch_order"] = prov
-        data["parameters"]["l2_feed_by_sm"] = [round(float(f), 4) for f in feed]
-        data["parameters"]["sm_dispatch_order"] = [int(i) for i in order]
-        path.write_text(json.dumps(data, indent=2) + "\n")
+        path = write_profile_parameters(name, {"l2_feed_by_sm": [round(float(f), 4) for f in feed],
+                                               "sm_dispatch_order": [int(i) for i in order]},
+                                        {"l2_feed_by_sm": prov, "sm_dispatch_order": prov})
         print(f"wrote {path}")
 
 

@@ -221,6 +221,17 @@ class GpuProfile:
     # ~54 clk per iteration, taking the extra latency as fully exposed on each SM's critical
     # path. Cross-check: an L1 hit is ~30-40 clk [paper], so store + dependent load ~60-70.
     phase_local_clk: int = 54
+    # ---- the clock a kernel earns (sim/clock.py; fourteenth pass) ----
+    # (c_t, c_l, c_d, g) of  c_t SMs u (f / 1.8)^g + c_l L2->SM TB/s + c_d DRAM TB/s = 1, the
+    # limit that sets a GEMM's clock from its first launch after a rest. [measured]
+    # sim/profiles/<gpu>.json, written by `python -m experiments.activity --fit .. --write`
+    # (Nsight Compute, run 48). None = no form: predict(clock="earned") refuses.
+    clock_form_coef: tuple | None = None
+    clock_form_g: float = 2.5
+    # The clock WGMMA kernels count when nothing holds them: 0.91 of the 1.98 GHz boost.
+    # [measured] run 36 (experiments/NOTES.md 40): the WGMMA-only loop on 12-88 SMs counts
+    # 1.79-1.81 GHz while nvidia-smi reports 1.98.
+    wgmma_clock_top_ghz: float = 1.80
     cta_launch_clk: int = 600                # [assumed] CTA start: block scheduling, mbarrier init, first sync
     launch_us: float = 4.0                   # [assumed] kernel launch inside a CUDA-event timing
 
@@ -309,6 +320,18 @@ _H200 = dataclasses.replace(
 PROFILES: dict[str, GpuProfile] = {p.name: p for p in (_H100, _H200)}
 
 
+def write_profile_parameters(name: str, parameters: dict, provenance: dict,
+                             profiles_dir: Path | str | None = None) -> Path:
+    """Lay `parameters` (with one provenance line each) into sim/profiles/<name>.json, keeping
+    what else it holds: how the calibration scripts record what they measured."""
+    path = Path(profiles_dir or PROFILES_DIR) / f"{name}.json"
+    data = json.loads(path.read_text()) if path.exists() else {"provenance": {}, "parameters": {}}
+    data["provenance"].update(provenance)
+    data["parameters"].update(parameters)
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    return path
+
+
 def load_profile(name: str, profiles_dir: Path | str | None = None) -> GpuProfile:
     """The named profile, with sim/profiles/<name>.json (if present) laid over it."""
     try:
@@ -324,7 +347,7 @@ def load_profile(name: str, profiles_dir: Path | str | None = None) -> GpuProfil
     unknown = sorted(set(data) - known)
     if unknown:
         raise ValueError(f"{path}: unknown profile keys {unknown}")
-    for key in ("l2_feed_by_sm", "sm_dispatch_order", "l2_side_by_sm"):  # JSON lists -> tuples (a frozen profile)
+    for key in ("l2_feed_by_sm", "sm_dispatch_order", "l2_side_by_sm", "clock_form_coef"):  # lists -> tuples (frozen)
         if data.get(key) is not None:
             data[key] = tuple(data[key])
     if "wgmma_tail_clk" in data:

@@ -62,7 +62,7 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
             trace: bool = False, sim_iters: int = 48, notes: list | None = None,
             loads: bool = True, mmas: bool = True, ctas_per_sm: int | None = None,
             hbm_read_bytes: float | None = None,
-            hbm_read_source: str = "model-only what-if") -> Prediction:
+            hbm_read_source: str = "model-only what-if", clock: str = "profile") -> Prediction:
     """Predict one kernel launch. Raises ScheduleError for a schedule that cannot run.
 
     `loads=False` (model only): the load-free microbenchmark -- gemm/kernels/ring.py, mma_loop_only for
@@ -78,7 +78,16 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
     Compute's dram__bytes_read of the real kernel, instead of the model's estimate (each panel
     once per wave that uses it, which assumes the CTAs sharing a panel read each K slice close
     together in time; experiments/NOTES.md items 17-19 show prefetching kernels that do not);
-    `hbm_read_source` names where they come from in the prediction's notes."""
+    `hbm_read_source` names where they come from in the prediction's notes.
+    `clock`: "profile" runs at the profile's one sustained clock; "earned" at the clock this
+    schedule's own activity earns (sim/clock.py: its tensor use per clock and its L2 and DRAM
+    traffic, the model's own, solved against the profile's clock form)."""
+    if clock == "earned":
+        return _predict_at_earned_clock(schedule, m, n, k, gpu, dtype=dtype, trace=trace, sim_iters=sim_iters,
+                                        notes=notes, loads=loads, mmas=mmas, ctas_per_sm=ctas_per_sm,
+                                        hbm_read_bytes=hbm_read_bytes, hbm_read_source=hbm_read_source)
+    if clock != "profile":
+        raise ScheduleError(f"clock must be 'profile' or 'earned', got {clock!r}")
     if dtype not in DTYPES:
         raise ScheduleError(f"dtype must be one of {DTYPES}, got {dtype!r}")
     if min(m, n, k) < 1:
@@ -177,6 +186,39 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
         shape={"m": m, "n": n, "k": k, "dtype": dtype}, notes=notes,
         trace=tr if trace else None,
     )
+
+
+def _predict_at_earned_clock(schedule, m, n, k, gpu, **options) -> Prediction:
+    """predict() at the clock where the schedule's own activity meets the profile's clock form:
+    bisection on the clock, each step a prediction at that clock (the activity per clock moves
+    with it: the L2 -> SM port is in ns)."""
+    import dataclasses
+
+    from .clock import earned_clock
+    prof = load_profile(gpu) if isinstance(gpu, str) else gpu
+    if prof.clock_form_coef is None:
+        raise ScheduleError(f"profile {prof.name!r} has no clock form (clock_form_coef): "
+                            "use clock='profile' or calibrate it (python -m experiments.activity --fit .. --write)")
+    top = prof.wgmma_clock_top_ghz if options.get("mmas", True) else prof.clock_max_ghz
+
+    def at(f):
+        p = predict(schedule, m, n, k, gpu=dataclasses.replace(prof, clock_ghz=f), **options)
+        s = p.ms * 1e-3
+        got = earned_clock(p.utilization["tensor"], p.bytes["l2_to_sm_bytes"] / s / 1e12, p.bytes["hbm_bytes"] / s / 1e12,
+                           f, prof.clock_form_coef, prof.clock_form_g, top, prof.sm_count)
+        return p, got
+    lo, hi = 0.5, top
+    p, got = at(hi)
+    if got < hi:  # the limit binds at the top clock: find where the activity at f earns f
+        for _ in range(14):
+            mid = (lo + hi) / 2
+            p, got = at(mid)
+            lo, hi = (mid, hi) if got >= mid else (lo, mid)
+        p, _ = at(lo)
+    p.notes.append(f"clock {p.clock_ghz:.3f} GHz earned from this schedule's activity (sim/clock.py: tensor "
+                   f"{p.utilization['tensor']:.2f} per clock, L2->SM {p.bytes['l2_to_sm_bytes'] / p.ms / 1e9:.2f} "
+                   f"and DRAM {p.bytes['hbm_bytes'] / p.ms / 1e9:.2f} TB/s) instead of the profile's {prof.clock_ghz:.3f}")
+    return p
 
 
 def _bound(util, floors, sim_s, breakdown, res, s) -> tuple[str, str]:

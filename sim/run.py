@@ -46,6 +46,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--phase-storage", choices=("register", "local"),
                    help="V2's per-stage phases: bits of one register, or the tutorial's local-memory array")
     p.add_argument("--clock-ghz", type=float, help="override the profile's sustained SM clock")
+    p.add_argument("--earned-clock", action="store_true",
+                   help="run at the clock this schedule's own activity earns (sim/clock.py: the limit that "
+                        "sets a GEMM's clock from its first launches), not the profile's one clock")
     p.add_argument("--hbm-read-gb", type=float, metavar="GB",
                    help="what-if: the A/B bytes read from HBM (e.g. Nsight Compute's dram__bytes_read), "
                         "instead of the model's per-wave estimate")
@@ -132,6 +135,8 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     try:
         gpu = load_profile(a.gpu)
+        if a.clock_ghz and a.earned_clock:
+            raise ScheduleError("--clock-ghz and --earned-clock both set the clock: give one")
         if a.clock_ghz:
             import dataclasses
             gpu = dataclasses.replace(gpu, clock_ghz=a.clock_ghz)
@@ -150,7 +155,7 @@ def main(argv=None) -> int:
                          "in ten of ten launches, experiments/NOTES.md item 34); --grid-timeline estimates it")
         p = predict(s, a.m, a.n, a.k, gpu=gpu, dtype=a.dtype, trace=bool(a.trace), notes=notes,
                     hbm_read_bytes=hbm, hbm_read_source="the GPU-wide timeline (--grid-timeline)"
-                    if grid else "model-only what-if")
+                    if grid else "model-only what-if", clock="earned" if a.earned_clock else "profile")
         table = stages_table(s, a, gpu) if a.stages_table else None
     except ScheduleError as e:
         ap.exit(2, f"{ap.prog}: error: {e}\n")
