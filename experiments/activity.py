@@ -216,9 +216,10 @@ SEQUENCE_KERNELS = ("v1", "v2", "v2-local", "v3 s2", "v3 s3")
 REST_S = 3.0
 
 
-def launch(labels_path: Path, repeat: int, warmups: int = 5, kernels=KERNELS, sequence: int = 0) -> None:
+def launch(labels_path: Path, repeat: int, warmups: int = 5, kernels=KERNELS, sequence: int = 0,
+           profiled_at=PROFILED_AT) -> None:
     """Each kernel `repeat` times inside an NVTX range "measured" after `warmups`; or, with
-    `sequence`, after a rest, `sequence` launches back to back of which those at PROFILED_AT
+    `sequence`, after a rest, `sequence` launches back to back of which those at `profiled_at`
     are in the range (labels "name #i")."""
     import torch
     from torch.cuda import nvtx
@@ -242,10 +243,10 @@ def launch(labels_path: Path, repeat: int, warmups: int = 5, kernels=KERNELS, se
         if sequence:
             time.sleep(REST_S)
             for i in range(sequence):
-                if i in PROFILED_AT:
+                if i in profiled_at:
                     nvtx.range_push("measured")
                 run(a, b)
-                if i in PROFILED_AT:
+                if i in profiled_at:
                     nvtx.range_pop()
                     labels.append(f"{name} #{i}")
             torch.cuda.synchronize()
@@ -259,7 +260,7 @@ def launch(labels_path: Path, repeat: int, warmups: int = 5, kernels=KERNELS, se
             labels.append(name)
         print(name, flush=True)
     info = {"gpu": torch.cuda.get_device_name(), "m": M, "n": N, "k": K, "warmups": warmups, "sequence": sequence,
-            "profiled_at": list(PROFILED_AT) if sequence else None}
+            "profiled_at": list(profiled_at) if sequence else None}
     Path(labels_path).write_text(json.dumps({"info": info, "repeat": repeat, "labels": labels}))
 
 
@@ -345,6 +346,8 @@ def main(argv=None):
                     "kernels of these runs and test it on the held-out ones (no GPU)")
     ap.add_argument("--sequence", action="store_true", help="with --labels: SEQUENCE_KERNELS, each after a rest, "
                     f"{SEQUENCE} launches back to back, those at {PROFILED_AT} profiled")
+    ap.add_argument("--profile-at", default=",".join(map(str, PROFILED_AT)),
+                    help="with --sequence: the launch numbers to profile (default %(default)s)")
     ap.add_argument("--check", type=Path, nargs="+", metavar="DIR", help="each profiled launch's clock against the "
                     "profile's form given that launch's own activity (no GPU)")
     ap.add_argument("--write", action="store_true", help="with --fit: write the form chosen on the calibration "
@@ -376,7 +379,8 @@ def main(argv=None):
     named = {"run47": KERNELS, "run48": CALIBRATION + HELD_OUT + TOP_CLOCK}
     kernels = named.get(args.kernels) or tuple(k.strip() for k in args.kernels.split(","))
     if args.sequence:
-        launch(args.labels, 1, kernels=SEQUENCE_KERNELS, sequence=SEQUENCE)
+        launch(args.labels, 1, kernels=SEQUENCE_KERNELS, sequence=SEQUENCE,
+               profiled_at=tuple(int(i) for i in args.profile_at.split(",")))
         return
     launch(args.labels, args.repeat, kernels=kernels)
 

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Device calls 47-49 (experiments/activity.py; NOTES 57-59). Usage: bash experiments/device_activity.sh [run47|run48|run49]
+# Device calls 47-50 (experiments/activity.py; NOTES 57-60). Usage: bash experiments/device_activity.sh [run47|run48|run49|run50]
 #   run47: every counter of Nsight Compute's full set, per SM clock, for the kernels whose
 #          early clocks runs 38-46 measured, ranked against those clocks;
 #   run48: the few counters of activity.METRICS (one or two passes) for the calibration,
 #          held-out and top-clock kernels; the clock form fitted and tested;
 #   run49: the same counters for launches 0, 30, 120 and 240 of 250 back to back after a rest
-#          (V1, V2, V2-local, V3 s2, V3 s3), each beside the clock the profile's form gives it.
+#          (V1, V2, V2-local, V3 s2, V3 s3), each beside the clock the profile's form gives it;
+#   run50: the same with launches 100 and 200 profiled (the first after the controller's fall).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 mode=${1:-run48}
@@ -13,10 +14,11 @@ if [ "$mode" = run47 ]; then
   NCU_OPTIONS="--set full --page raw" OUT=$OUT bash experiments/ncu_measured.sh - 480 \
     python3 -m experiments.activity --labels "$OUT/labels.json" --kernels run47
   python3 -m experiments.activity --summarize "$OUT" --csv "$OUT/activity.csv" --top 30
-elif [ "$mode" = run49 ]; then
+elif [ "$mode" = run49 ] || [ "$mode" = run50 ]; then
+  at=0,30,120,240; [ "$mode" = run50 ] && at=100,200
   metrics=$(python3 -c 'from experiments.activity import METRICS; print(METRICS)')
   NCU_OPTIONS="--page raw" OUT=$OUT bash experiments/ncu_measured.sh "$metrics" 300 \
-    python3 -m experiments.activity --labels "$OUT/labels.json" --sequence
+    python3 -m experiments.activity --labels "$OUT/labels.json" --sequence --profile-at $at
   python3 -m experiments.activity --check "$OUT" --csv "$OUT/sequence.csv"
 else
   metrics=$(python3 -c 'from experiments.activity import METRICS; print(METRICS)')

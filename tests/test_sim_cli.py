@@ -78,6 +78,18 @@ def test_hbm_read_what_if():
     assert bad.returncode == 2 and "hbm_read_bytes" in bad.stderr
 
 
+def test_earned_clock():
+    """--earned-clock runs at the clock the schedule's own activity earns (sim/clock.py), says so,
+    and refuses a second clock."""
+    r = run("--json", "--version", "v1", "--earned-clock")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["clock_ghz"] != json.loads(run("--json", "--version", "v1").stdout)["clock_ghz"]
+    assert any("earned" in n for n in d["notes"])
+    bad = run("--earned-clock", "--clock-ghz", "1.2")
+    assert bad.returncode == 2 and "give one" in bad.stderr
+
+
 def test_grid_timeline():
     """--grid-timeline runs every CTA of the grid; its HBM bytes replace the per-wave estimate
     and it says so. A smaller grid keeps this quick."""

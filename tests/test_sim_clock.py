@@ -1,0 +1,128 @@
+"""CPU tests of the clock a kernel earns from its activity (sim/clock.py; experiments/activity.py
+on runs 47-49 under Nsight Compute; experiments/NOTES.md items 57-59)."""
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import sim
+from experiments import activity
+from gemm.schedule import ScheduleError, preset
+from sim import clock
+from sim.hardware import load_profile
+
+LOGS = Path(__file__).resolve().parents[1] / "experiments" / "results" / "h200-sxm" / "logs"
+
+
+@pytest.fixture(scope="module")
+def run48():
+    return activity.kernel_activities([LOGS / "run48"])
+
+
+@pytest.fixture(scope="module")
+def fits(run48):
+    return activity.clock_fits(run48)
+
+
+def test_earned_clock_is_the_top_clock_under_the_limit_and_falls_with_activity():
+    c = (0.01, 0.03, 0.1)
+    assert clock.earned_clock(0.1, 0.0, 0.0, 1.5, c, 2.5, top=1.8) == 1.8
+    busy = clock.earned_clock(0.9, 8.0, 1.0, 1.3, c, 2.5, top=1.8)
+    busier = clock.earned_clock(0.9, 8.0, 3.0, 1.3, c, 2.5, top=1.8)
+    assert busier < busy < 1.8
+    f = busy  # at the solved clock the form sits on the limit
+    assert clock.terms(0.9, 8.0, 1.0, 1.3, f, 2.5) @ np.array(c) == pytest.approx(1.0, abs=1e-6)
+
+
+def test_fit_recovers_the_coefficients_of_synthetic_kernels():
+    true = np.array([0.011, 0.025, 0.11])
+    rows = []
+    for u, l2, dram in ((0.9, 0.2, 0.1), (0.85, 8.5, 2.8), (0.7, 8.0, 0.95), (0.86, 8.2, 1.4), (0.5, 8.2, 3.4)):
+        f = clock.earned_clock(u, l2, dram, 1.5, true, 2.5, top=5.0)  # each at its own limit
+        s = f / 1.5
+        rows.append((u, l2 * s, dram * s, f))
+    assert np.allclose(clock.fit(rows, 2.5), true, rtol=1e-6)
+
+
+def test_the_profiled_launches_are_early_launches():
+    """Run 47: under Nsight Compute's replay, clock left alone, the ten kernels count the clocks
+    they start at after a rest (runs 38-46): rank correlation > 0.95."""
+    res = activity.summarize(LOGS / "run47")
+    clk = "smsp__cycles_elapsed.avg.per_second"
+    ks = list(res["early"])
+    assert len(ks) == 10
+    assert activity._spearman([res["rates"][k][clk] for k in ks], [res["early"][k] for k in ks]) > 0.95
+
+
+def test_v3_s3_reads_more_dram_than_v3_s2_not_more_instructions():
+    """Run 47: what separates V3 s3 (early clock 1.25) from V3 s2 (1.39) is DRAM (>= 1.4x the
+    bytes per clock), not issued instructions (6.5% apart per clock, 2.9% per launch) nor tensor
+    work per clock (< 5%)."""
+    r = activity.summarize(LOGS / "run47")["rates"]
+    ratio = lambda c: r["v3 s3"][c] / r["v3 s2"][c]  # noqa: E731
+    assert ratio("dram__bytes_read.sum /sm/clk") > 1.4
+    assert abs(ratio("smsp__inst_executed.sum /sm/clk") - 1) < 0.08
+    assert abs(ratio("sm__ops_path_tensor_op_hgmma_src_fp16_sparsity_off.avg.pct_of_peak_sustained_elapsed") - 1) < 0.05
+
+
+def test_form_fitted_on_calibration_kernels_holds_out_the_seeds(fits):
+    """Run 48: chosen on the 18 calibration kernels alone (WGMMA-only loops, V4, V5, other tiles
+    and rasters), the form puts V1, V2, V2-local, V2 s3/s4, V3 s2/s3/s4 and three padded
+    variants within 1% (median) and 2% (max) of their early clocks; every form tried within 6%."""
+    best = activity.best_fit(fits)
+    assert len(best["calibration"]) == 18 and not set(best["calibration"]) & set(activity.HELD_OUT)
+    assert best["held_out_median"] < 0.01 and best["held_out_max"] < 0.02
+    assert all(f["held_out_max"] < 0.06 for f in fits)
+
+
+def test_the_load_only_loops_earn_the_top_clock(fits):
+    best = activity.best_fit(fits)
+    assert all(best["clock"][k] == activity.TOP_GHZ for k in activity.TOP_CLOCK)
+
+
+def test_profile_carries_the_form_chosen_on_the_calibration_set(fits):
+    best = activity.best_fit(fits)
+    for name in ("h200-sxm", "h100-sxm"):
+        g = load_profile(name)
+        assert g.clock_form_g == best["g"] and not best["l2_on_voltage"]
+        assert np.allclose(g.clock_form_coef, best["coef"], rtol=1e-4)
+
+
+def test_form_against_launches_along_a_sequence():
+    """Run 49: launches 0, 30, 120 and 240 of 250 back to back after a rest, each profiled (which
+    leaves a gap, so the 700 W controller never settles): V1, V3 s2 and V2-local within 4% of the
+    form at every launch. One V2 launch (#30) read only its per-wave bytes (1.68 GB, against 4.7-5.2
+    in the others) at 1.165 GHz, 16% under its form: the slow controller had started its fall."""
+    rows = {r["launch"]: r for r in activity.check([LOGS / "run49"])}
+    assert len(rows) == 20
+    for name in ("v1", "v3 s2", "v2-local"):
+        for i in activity.PROFILED_AT:
+            r = rows[f"{name} #{i}"]
+            assert abs(r["form_ghz"] / r["f"] - 1) < 0.04, r
+    odd = rows["v2 #30"]
+    assert odd["dram_read_gb"] < 1.8 and odd["form_ghz"] / odd["f"] > 1.15
+
+
+def test_predict_at_the_earned_clock():
+    """With the model's own activity V1 earns 1.57 GHz (1.55 measured under the profiler, run 48)."""
+    p = sim.predict(preset("v1"), gpu="h200-sxm", clock="earned")
+    assert p.clock_ghz == pytest.approx(1.552, rel=0.03)
+    assert any("earned" in n for n in p.notes)
+
+
+@pytest.mark.xfail(strict=True, reason="with the model's own activity V2 earns 1.54 GHz against 1.25 measured "
+                   "(run 48): its DRAM bytes are the per-wave estimate (0.93 TB/s against 2.78 under the profiler) "
+                   "and its L2->SM port, in ns, lets its tensor use per clock fall to 0.70 at that clock (0.85 "
+                   "measured); given the measured bytes it earns 1.37 (NOTES 59)")
+def test_predict_at_the_earned_clock_for_v2():
+    p = sim.predict(preset("v2"), gpu="h200-sxm", clock="earned")
+    assert p.clock_ghz == pytest.approx(1.246, rel=0.05)
+
+
+def test_earned_clock_needs_a_form():
+    g = dataclasses.replace(load_profile("h200-sxm"), clock_form_coef=None)
+    with pytest.raises(ScheduleError, match="no clock form"):
+        sim.predict(preset("v1"), gpu=g, clock="earned")
+    with pytest.raises(ScheduleError, match="clock must be"):
+        sim.predict(preset("v1"), gpu="h200-sxm", clock="boost")
