@@ -210,6 +210,15 @@ def clock_fits(acts: dict) -> list[dict]:
     return out
 
 
+# Run 51: the load-only loop where its panels fit in L2 (one wave at each residency; A and B
+# 15-24 MB against the ~35 MB an LRU keeps), so that nearly every byte hits: the L2 -> SM port's
+# hit rate, which the DRAM-heavy loops of run 48 leave traded against a miss's cost.
+L2_RESIDENT = {  # label: (catalog name, M, N, K); CTAs = one wave at the loop's CTAs per SM
+    "load loop s1 L2-resident": ("load loop 128x128x64 s1", 3072, 4224, 1024),  # 24 x 33 = 792 = 132 x 6
+    "load loop s2 L2-resident": ("load loop 128x128x64 s2", 2304, 2816, 2048),  # 18 x 22 = 396 = 132 x 3
+    "load loop s3 L2-resident": ("load loop 128x128x64 s3", 1536, 2816, 2048),  # 12 x 22 = 264 = 132 x 2
+    "load loop s4 L2-resident": ("load loop 128x128x64 s4", 1536, 1408, 4096),  # 12 x 11 = 132
+}
 SEQUENCE = 250           # run 49: launches back to back per kernel, after a rest ...
 PROFILED_AT = (0, 30, 120, 240)  # ... of which these are profiled: rested, the seed's window, falling, settled
 SEQUENCE_KERNELS = ("v1", "v2", "v2-local", "v3 s2", "v3 s3")
@@ -217,10 +226,11 @@ REST_S = 3.0
 
 
 def launch(labels_path: Path, repeat: int, warmups: int = 5, kernels=KERNELS, sequence: int = 0,
-           profiled_at=PROFILED_AT) -> None:
+           profiled_at=PROFILED_AT, shapes=None) -> None:
     """Each kernel `repeat` times inside an NVTX range "measured" after `warmups`; or, with
     `sequence`, after a rest, `sequence` launches back to back of which those at `profiled_at`
-    are in the range (labels "name #i")."""
+    are in the range (labels "name #i"). `shapes`: {label: (catalog name, M, N, K)} instead
+    of `kernels` at 8192^3 (the operands are corners of the 8192^3 ones)."""
     import torch
     from torch.cuda import nvtx
 
@@ -233,10 +243,13 @@ def launch(labels_path: Path, repeat: int, warmups: int = 5, kernels=KERNELS, se
     b = b.t().contiguous().t()
     catalog = _catalog()
     labels = []
-    for name in kernels:
-        s, kind, pad = catalog[name]
-        run = probed_launcher(KernelConfig(s, "float16", "k", "k", clock_probe=True, mma_loop_only=kind == "mma",
-                                           load_loop_only=kind == "load"), M, N, K, 1, pad)[0]
+    shapes = shapes or {name: (name, M, N, K) for name in kernels}
+    for name, (entry, m, n, k) in shapes.items():
+        s, kind, pad = catalog[entry]
+        launcher = probed_launcher(KernelConfig(s, "float16", "k", "k", clock_probe=True, mma_loop_only=kind == "mma",
+                                                load_loop_only=kind == "load"), m, n, k, 1, pad)[0]
+        a_mk, b_kn = a[:m, :k], b[:k, :n]
+        run = lambda _a, _b, launcher=launcher, a_mk=a_mk, b_kn=b_kn: launcher(a_mk, b_kn)  # noqa: E731
         for _ in range(warmups):
             run(a, b)
         torch.cuda.synchronize()
@@ -346,6 +359,7 @@ def main(argv=None):
                     "kernels of these runs and test it on the held-out ones (no GPU)")
     ap.add_argument("--sequence", action="store_true", help="with --labels: SEQUENCE_KERNELS, each after a rest, "
                     f"{SEQUENCE} launches back to back, those at {PROFILED_AT} profiled")
+    ap.add_argument("--l2-resident", action="store_true", help="with --labels: the L2_RESIDENT load-only loops")
     ap.add_argument("--profile-at", default=",".join(map(str, PROFILED_AT)),
                     help="with --sequence: the launch numbers to profile (default %(default)s)")
     ap.add_argument("--check", type=Path, nargs="+", metavar="DIR", help="each profiled launch's clock against the "
@@ -378,6 +392,9 @@ def main(argv=None):
         ap.error("give --labels (launch the kernels under ncu) or --summarize DIR")
     named = {"run47": KERNELS, "run48": CALIBRATION + HELD_OUT + TOP_CLOCK}
     kernels = named.get(args.kernels) or tuple(k.strip() for k in args.kernels.split(","))
+    if args.l2_resident:
+        launch(args.labels, args.repeat, shapes=L2_RESIDENT)
+        return
     if args.sequence:
         launch(args.labels, 1, kernels=SEQUENCE_KERNELS, sequence=SEQUENCE,
                profiled_at=tuple(int(i) for i in args.profile_at.split(",")))

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Device calls 47-50 (experiments/activity.py; NOTES 57-60). Usage: bash experiments/device_activity.sh [run47|run48|run49|run50]
+# Device calls 47-51 (experiments/activity.py; NOTES 57-61). Usage: bash experiments/device_activity.sh [run47|run48|run49|run50|run51]
 #   run47: every counter of Nsight Compute's full set, per SM clock, for the kernels whose
 #          early clocks runs 38-46 measured, ranked against those clocks;
 #   run48: the few counters of activity.METRICS (one or two passes) for the calibration,
 #          held-out and top-clock kernels; the clock form fitted and tested;
 #   run49: the same counters for launches 0, 30, 120 and 240 of 250 back to back after a rest
 #          (V1, V2, V2-local, V3 s2, V3 s3), each beside the clock the profile's form gives it;
-#   run50: the same with launches 100 and 200 profiled (the first after the controller's fall).
+#   run50: the same with launches 100 and 200 profiled (the first after the controller's fall);
+#   run51: the load-only loops on operands that fit in L2 (activity.L2_RESIDENT): the port's hit rate.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 mode=${1:-run48}
@@ -20,6 +21,11 @@ elif [ "$mode" = run49 ] || [ "$mode" = run50 ]; then
   NCU_OPTIONS="--page raw" OUT=$OUT bash experiments/ncu_measured.sh "$metrics" 300 \
     python3 -m experiments.activity --labels "$OUT/labels.json" --sequence --profile-at $at
   python3 -m experiments.activity --check "$OUT" --csv "$OUT/sequence.csv"
+elif [ "$mode" = run51 ]; then
+  metrics=$(python3 -c 'from experiments.activity import METRICS; print(METRICS)')
+  NCU_OPTIONS="--page raw" OUT=$OUT bash experiments/ncu_measured.sh "$metrics" 300 \
+    python3 -m experiments.activity --labels "$OUT/labels.json" --l2-resident --repeat 3
+  python3 -m experiments.activity --check "$OUT"
 else
   metrics=$(python3 -c 'from experiments.activity import METRICS; print(METRICS)')
   NCU_OPTIONS="--page raw" OUT=$OUT bash experiments/ncu_measured.sh "$metrics" 480 \
