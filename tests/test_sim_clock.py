@@ -165,3 +165,15 @@ def test_the_chain_given_dram_bytes_orders_the_seeds_kernels(port):
     assert ch["v1"]["tflops"] == pytest.approx(ch["v1"]["measured_tflops"], rel=0.06)
     order = lambda key: sorted(("v1", "v2", "v2-local", "v3 s2"), key=lambda k: -ch[k][key])  # noqa: E731
     assert order("tflops") == order("measured_tflops") == ["v3 s2", "v1", "v2", "v2-local"]
+
+
+@pytest.mark.parametrize("version,stages", [("v1", 1), ("v2", 2), ("v3", 2), ("v2", 4)])
+def test_earned_clock_predictions_keep_the_bounds(version, stages):
+    """At the clock it earns a prediction still stays under the tensor peak at that clock, the
+    datasheet peak, and what HBM can feed; the clock stays under the WGMMA ceiling."""
+    g = load_profile("h100-sxm")
+    p = sim.predict(preset(version, stages=stages) if version != "v1" else preset("v1"), gpu=g, clock="earned")
+    peak_at_clock = g.sm_count * g.tensor_flops_per_clk * p.clock_ghz * 1e-3
+    assert 0.5 < p.clock_ghz <= g.wgmma_clock_top_ghz
+    assert p.tflops <= peak_at_clock and p.tflops <= g.datasheet_peak_tflops
+    assert p.bytes["hbm_bytes"] / (p.ms * 1e-3) <= g.hbm_tbs * 1e12
