@@ -220,6 +220,21 @@ L2_RESIDENT = {  # label: (catalog name, M, N, K); CTAs = one wave at the loop's
     "load loop s3 L2-resident": ("load loop 128x128x64 s3", 1536, 2816, 2048),  # 12 x 22 = 264 = 132 x 2
     "load loop s4 L2-resident": ("load loop 128x128x64 s4", 1536, 1408, 4096),  # 12 x 11 = 132
 }
+def _padded(version: str, stages: int, pad_kb: int) -> tuple:
+    from gemm.schedule import preset
+    return (preset(version, stages=stages), "gemm", pad_kb * 1024), M_FULL, M_FULL, M_FULL
+
+
+# Run 52: which rings lose their L2 reuse, the same kernels at fewer CTAs per SM (unused shared
+# memory per CTA, as run 45) and deeper: label "v2 s2 @3" = V2, 2 stages, 3 CTAs per SM, i.e.
+# 6 stages of loads per SM.
+RESIDENCY = {
+    "v2 s2 @3": _padded("v2", 2, 0), "v2 s2 @2": _padded("v2", 2, 32), "v2 s2 @1": _padded("v2", 2, 64),
+    "v2 s3 @2": _padded("v2", 3, 0), "v2 s3 @1": _padded("v2", 3, 32), "v2 s4 @1": _padded("v2", 4, 0),
+    "v2 s6 @1": _padded("v2", 6, 0),
+    "v3 s2 @2": _padded("v3", 2, 0), "v3 s2 @1": _padded("v3", 2, 64), "v3 s3 @2": _padded("v3", 3, 0),
+    "v3 s3 @1": _padded("v3", 3, 32), "v3 s6 @1": _padded("v3", 6, 0),
+}
 SEQUENCE = 250           # run 49: launches back to back per kernel, after a rest ...
 PROFILED_AT = (0, 30, 120, 240)  # ... of which these are profiled: rested, the seed's window, falling, settled
 SEQUENCE_KERNELS = ("v1", "v2", "v2-local", "v3 s2", "v3 s3")
@@ -231,7 +246,8 @@ def launch(labels_path: Path, repeat: int, warmups: int = 5, kernels=KERNELS, se
     """Each kernel `repeat` times inside an NVTX range "measured" after `warmups`; or, with
     `sequence`, after a rest, `sequence` launches back to back of which those at `profiled_at`
     are in the range (labels "name #i"). `shapes`: {label: (catalog name, M, N, K)} instead
-    of `kernels` at 8192^3 (the operands are corners of the 8192^3 ones)."""
+    of `kernels` at 8192^3 (the operands are corners of the 8192^3 ones); the catalog name may
+    be a (schedule, kind, unused shared bytes) of its own."""
     import torch
     from torch.cuda import nvtx
 
@@ -246,7 +262,7 @@ def launch(labels_path: Path, repeat: int, warmups: int = 5, kernels=KERNELS, se
     labels = []
     shapes = shapes or {name: (name, M, N, K) for name in kernels}
     for name, (entry, m, n, k) in shapes.items():
-        s, kind, pad = catalog[entry]
+        s, kind, pad = catalog[entry] if isinstance(entry, str) else entry
         launcher = probed_launcher(KernelConfig(s, "float16", "k", "k", clock_probe=True, mma_loop_only=kind == "mma",
                                                 load_loop_only=kind == "load"), m, n, k, 1, pad)[0]
         a_mk, b_kn = a[:m, :k], b[:k, :n]
@@ -310,6 +326,8 @@ def model_over_measured(row, prof, **port) -> float:
 
 
 def _catalog_entry(name):
+    if not isinstance(name, str):  # a (schedule, kind, unused shared bytes) of its own
+        return name
     from .clock_transient import _catalog
     return _catalog()[name]
 
@@ -437,6 +455,7 @@ def main(argv=None):
     ap.add_argument("--sequence", action="store_true", help="with --labels: SEQUENCE_KERNELS, each after a rest, "
                     f"{SEQUENCE} launches back to back, those at {PROFILED_AT} profiled")
     ap.add_argument("--l2-resident", action="store_true", help="with --labels: the L2_RESIDENT load-only loops")
+    ap.add_argument("--residency", action="store_true", help="with --labels: the RESIDENCY rings (run 52)")
     ap.add_argument("--profile-at", default=",".join(map(str, PROFILED_AT)),
                     help="with --sequence: the launch numbers to profile (default %(default)s)")
     ap.add_argument("--check", type=Path, nargs="+", metavar="DIR", help="each profiled launch's clock against the "
@@ -486,8 +505,8 @@ def main(argv=None):
         ap.error("give --labels (launch the kernels under ncu) or --summarize DIR")
     named = {"run47": KERNELS, "run48": CALIBRATION + HELD_OUT + TOP_CLOCK}
     kernels = named.get(args.kernels) or tuple(k.strip() for k in args.kernels.split(","))
-    if args.l2_resident:
-        launch(args.labels, args.repeat, shapes=L2_RESIDENT)
+    if args.l2_resident or args.residency:
+        launch(args.labels, args.repeat, shapes=L2_RESIDENT if args.l2_resident else RESIDENCY)
         return
     if args.sequence:
         launch(args.labels, 1, kernels=SEQUENCE_KERNELS, sequence=SEQUENCE,
