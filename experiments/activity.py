@@ -383,7 +383,8 @@ def check(dirs, gpu: str = "h200-sxm") -> list[dict]:
         meta = json.loads((Path(d) / "labels.json").read_text())
         for name, launch_ in zip(meta["labels"], read_raw(Path(d) / "ncu.csv"), strict=True):
             a = activities(launch_)
-            f = clock.earned_clock(a["u"], a["L"], a["H"], a["f"], prof.clock_form_coef, prof.clock_form_g, TOP_GHZ)
+            top = prof.wgmma_clock_top_ghz if a["u"] > 0.01 else TOP_GHZ  # WGMMA kernels count at most ~1.80
+            f = clock.earned_clock(a["u"], a["L"], a["H"], a["f"], prof.clock_form_coef, prof.clock_form_g, top)
             rows.append({"launch": name, **{k: round(v, 4) for k, v in a.items()}, "form_ghz": round(f, 4),
                          "dram_read_gb": round(launch_["dram__bytes_read.sum"] / 1e9, 3),
                          "ms": round(launch_["gpu__time_duration.sum"] / 1e6, 4)})

@@ -177,3 +177,26 @@ def test_earned_clock_predictions_keep_the_bounds(version, stages):
     assert 0.5 < p.clock_ghz <= g.wgmma_clock_top_ghz
     assert p.tflops <= peak_at_clock and p.tflops <= g.datasheet_peak_tflops
     assert p.bytes["hbm_bytes"] / (p.ms * 1e-3) <= g.hbm_tbs * 1e12
+
+
+def test_form_holds_the_rings_at_every_residency():
+    """Run 52: V2 and V3 at 2-6 stages and 1-3 CTAs per SM (padded with unused shared memory),
+    none of them used to fit the form: all 60 launches within 2.5% of their clocks."""
+    rows = activity.check([LOGS / "run52"])
+    assert len(rows) == 60 and all(abs(r["form_ghz"] / r["f"] - 1) < 0.025 for r in rows)
+
+
+def test_which_rings_lose_their_l2_reuse():
+    """Run 52, DRAM bytes against the per-wave estimate (1.63 / 2.31 / 4.36 GB at 3 / 2 / 1 CTAs
+    per SM): two stages keep it at 1-2 CTAs per SM, V3 s3 alone on an SM keeps it, in every
+    launch; V2 s2 at three CTAs loses it 3x in every launch, V2 s3 alone on an SM 1.2x."""
+    dram = {}
+    for r in activity.check([LOGS / "run52"]):
+        dram.setdefault(r["launch"], []).append(r["dram_read_gb"])
+    per_wave = {1: 4.36, 2: 2.31, 3: 1.63}
+    for label in ("v2 s2 @2", "v2 s2 @1", "v3 s2 @2", "v3 s2 @1", "v3 s3 @1"):
+        ctas = int(label[-1])
+        assert all(abs(x / per_wave[ctas] - 1) < 0.01 for x in dram[label]), label
+    assert all(x > 2.9 * per_wave[3] for x in dram["v2 s2 @3"])
+    for label in ("v2 s3 @1", "v2 s4 @1", "v2 s6 @1", "v3 s6 @1"):
+        assert all(x > 1.2 * per_wave[1] for x in dram[label]), label
