@@ -1,5 +1,5 @@
-"""What each kernel does per SM clock, as Nsight Compute counts it, beside the clock it starts at.
-Run under Nsight Compute (experiments/device_activity.sh):
+"""What each kernel does per SM clock, as Nsight Compute counts it, beside the clock it starts at
+(runs 47-52; experiments/NOTES.md 57-64). Run under Nsight Compute (experiments/device_activity.sh):
 
   ncu --nvtx --nvtx-include "measured/" --set full --page raw --clock-control none \\
       --cache-control none --csv python3 -m experiments.activity --labels L
@@ -13,10 +13,15 @@ runs with every counter of Nsight Compute's full set (each launch replayed pass 
 clock left alone) and ranks the counters, as rates per SM cycle, by how well they order the
 early clocks, and by how far apart they put V3 s2 and V3 s3.
 
-`--labels`: launches each kernel of KERNELS (warmed up outside the profiled range) `--repeat`
-times inside an NVTX range "measured", and writes the names in launch order to the JSON file.
+`--labels`: launches each kernel of a set (warmed up outside the profiled range) `--repeat`
+times inside an NVTX range "measured", and writes the names in launch order to the JSON file:
+KERNELS (run 47), CALIBRATION + HELD_OUT + TOP_CLOCK (run 48), a back-to-back SEQUENCE (runs
+49-50), L2_RESIDENT (run 51), RESIDENCY (run 52).
 `--summarize DIR`: reads DIR/ncu.csv (the raw page: one row per launch, one column per
 counter) and DIR/labels.json; the early clocks come from the clock_transient logs (EARLY_RUNS).
+`--check DIR..`: each launch's counted clock beside the clock the profile's form gives it.
+What reads these runs besides: experiments.fit_clock_form (the form, run 48),
+experiments.fit_port (the L2 -> SM port, runs 48 and 51), experiments.dram_reuse (runs 48, 52).
 """
 from __future__ import annotations
 
@@ -190,27 +195,6 @@ def kernel_activities(dirs) -> dict[str, dict]:
     return {k: {q: st.median(a[q] for a in v) for q in v[0]} for k, v in seen.items()}
 
 
-def clock_fits(acts: dict) -> list[dict]:
-    """Each form fitted on the capped CALIBRATION kernels; every kernel's clock solved from its
-    own measured activity per clock; errors on the calibration set and on HELD_OUT."""
-    from sim import clock
-    calib = [k for k in CALIBRATION if k in acts and acts[k]["f"] < CAPPED_BELOW]
-    out = []
-    for g in (2.0, 2.5, 3.0, 3.5):
-        for volt in (False, True):
-            c = clock.fit([(acts[k]["u"], acts[k]["L"], acts[k]["H"], acts[k]["f"]) for k in calib], g,
-                          l2_on_voltage=volt)
-            got = {k: clock.earned_clock(a["u"], a["L"], a["H"], a["f"], c, g, TOP_GHZ, l2_on_voltage=volt)
-                   for k, a in acts.items()}
-            err = {k: got[k] / acts[k]["f"] - 1 for k in acts}
-            held = [abs(err[k]) for k in HELD_OUT if k in err]
-            out.append({"g": g, "l2_on_voltage": volt, "coef": c.tolist(), "calibration": calib,
-                        "calibration_rms": float(np.sqrt(np.mean([err[k] ** 2 for k in calib]))),
-                        "held_out_median": st.median(held) if held else None,
-                        "held_out_max": max(held) if held else None, "clock": got, "err": err})
-    return out
-
-
 # Run 51: the load-only loop where its panels fit in L2 (one wave at each residency; A and B
 # 15-24 MB against the ~35 MB an LRU keeps), so that nearly every byte hits: the L2 -> SM port's
 # hit rate, which the DRAM-heavy loops of run 48 leave traded against a miss's cost.
@@ -220,6 +204,8 @@ L2_RESIDENT = {  # label: (catalog name, M, N, K); CTAs = one wave at the loop's
     "load loop s3 L2-resident": ("load loop 128x128x64 s3", 1536, 2816, 2048),  # 12 x 22 = 264 = 132 x 2
     "load loop s4 L2-resident": ("load loop 128x128x64 s4", 1536, 1408, 4096),  # 12 x 11 = 132
 }
+
+
 def _padded(version: str, stages: int, pad_kb: int) -> tuple:
     from gemm.schedule import preset
     return (preset(version, stages=stages), "gemm", pad_kb * 1024), M_FULL, M_FULL, M_FULL
@@ -294,11 +280,6 @@ def launch(labels_path: Path, repeat: int, warmups: int = 5, kernels=KERNELS, se
     Path(labels_path).write_text(json.dumps({"info": info, "repeat": repeat, "labels": labels}))
 
 
-LOAD_LOOPS_8192 = {f"load loop 128x128x64 s{i}": (f"load loop 128x128x64 s{i}", M_FULL, M_FULL, M_FULL)
-                   for i in (1, 2, 3, 4)}
-LOOP_CTAS = {"s1": 6, "s2": 3, "s3": 2, "s4": 1}  # the load-only loops' CTAs per SM (~24 registers, smem alone)
-
-
 def launches_by_label(run_dir: Path, shapes: dict) -> dict:
     """{label: ((catalog name, M, N, K), DRAM read bytes, counted GHz, ms)}: medians over the
     label's profiled launches, for the labels in `shapes`."""
@@ -311,95 +292,11 @@ def launches_by_label(run_dir: Path, shapes: dict) -> dict:
     return {n: (shapes[n], *(st.median(x[i] for x in v) for i in range(3))) for n, v in seen.items() if n in shapes}
 
 
-def model_over_measured(row, prof, **port) -> float:
-    """The model's time for one profiled kernel (at its counted clock, with its measured DRAM
-    bytes, the port set by `port`) over the measured, less the launch cost ncu does not time."""
-    import dataclasses
-
-    import sim
-    (entry, m, n, k), dram, f, ms = row
-    s, kind, _ = _catalog_entry(entry)
-    g = dataclasses.replace(prof, clock_ghz=f, **port)
-    extra = {"mmas": False, "ctas_per_sm": LOOP_CTAS[entry.split()[-1]]} if kind == "load" else {}
-    p = sim.predict(s, m, n, k, gpu=g, hbm_read_bytes=dram, hbm_read_source="Nsight Compute", **extra)
-    return (p.ms - g.launch_us * 1e-3) / ms
-
-
 def _catalog_entry(name):
     if not isinstance(name, str):  # a (schedule, kind, unused shared bytes) of its own
         return name
     from .clock_transient import _catalog
     return _catalog()[name]
-
-
-def port_fits(logs: Path = LOGS, gpu: str = "h200-sxm") -> dict:
-    """The L2 -> SM port from the load-only loops alone, with their measured misses: the hit
-    rate (B/ns, the 0.9 ns request kept) from the L2-resident loops at 3, 2 and 1 CTAs per SM
-    (run 51; minimax), then a miss's cost at that rate from the DRAM-heavy 8192^3 loops (run 48;
-    minimax); each GEMM of run 48 held out, at its counted clock with its DRAM bytes."""
-    from sim.hardware import load_profile
-    prof = load_profile(gpu)
-    hits = {n: r for n, r in launches_by_label(logs / "run51", L2_RESIDENT).items() if "s1" not in n}
-    heavy = launches_by_label(logs / "run48", LOAD_LOOPS_8192)
-    gemms = launches_by_label(logs / "run48", {n: (n, M_FULL, M_FULL, M_FULL) for n in CALIBRATION + HELD_OUT
-                                              if _catalog_entry(n)[1] == "gemm" and not _catalog_entry(n)[2]})
-    worst = lambda rows, **port: max(abs(model_over_measured(r, prof, **port) - 1) for r in rows.values())  # noqa: E731
-    rate = min(range(150, 321, 5), key=lambda b: worst(hits, l2_sm_bytes_per_ns=float(b)))
-    miss = min((round(0.1 * i, 1) for i in range(0, 21)),
-               key=lambda x: worst(heavy, l2_sm_bytes_per_ns=float(rate), l2_miss_port_factor=x))
-    fitted = {"l2_sm_bytes_per_ns": float(rate), "l2_miss_port_factor": miss}
-    table = {}
-    for label, rows in (("L2-resident loops", hits), ("DRAM-heavy loops", heavy), ("GEMMs (held out)", gemms)):
-        for n, r in rows.items():
-            table[n] = {"set": label, "profile": model_over_measured(r, prof) - 1,
-                        "fitted": model_over_measured(r, prof, **fitted) - 1}
-    return {"fitted": fitted, "profile": {"l2_sm_bytes_per_ns": prof.l2_sm_bytes_per_ns,
-                                          "l2_miss_port_factor": prof.l2_miss_port_factor}, "rows": table,
-            "chain": {n: earned_against_measured(r, prof, **fitted) for n, r in gemms.items() if n in HELD_OUT}}
-
-
-def earned_against_measured(row, prof, **port) -> dict:
-    """predict(clock="earned") for one profiled GEMM given only its measured DRAM bytes (the clock
-    and the time both the model's), beside the clock it counted and its TFLOPS."""
-    import dataclasses
-
-    import sim
-    (entry, m, n, k), dram, f, ms = row
-    g = dataclasses.replace(prof, **port)
-    p = sim.predict(_catalog_entry(entry)[0], m, n, k, gpu=g, clock="earned", hbm_read_bytes=dram,
-                    hbm_read_source="Nsight Compute")
-    return {"clock": p.clock_ghz, "measured_clock": f, "tflops": 2 * m * n * k / ((p.ms - g.launch_us * 1e-3) * 1e9),
-            "measured_tflops": 2 * m * n * k / (ms * 1e9)}
-
-
-def dram_against_models(logs: Path = LOGS, gpu: str = "h200-sxm") -> list[dict]:
-    """The scoreboard for a model of the reuse rings lose: each GEMM of runs 48 and 52 (at its
-    residency; run 52's padded down), its DRAM read bytes over the profiled launches (min,
-    median, max) beside the per-wave estimate and the GPU-wide timeline's."""
-    from sim import timeline
-    from sim.engines import grid, memory_traffic
-    from sim.hardware import load_profile
-    prof = load_profile(gpu)
-    cases = {n: (_catalog_entry(n), M_FULL, M_FULL, M_FULL, None) for n in CALIBRATION + HELD_OUT
-             if _catalog_entry(n)[1] == "gemm" and not _catalog_entry(n)[2]}
-    cases.update({n: (entry, m, n_, k, int(n[-1])) for n, (entry, m, n_, k) in RESIDENCY.items()})
-    seen: dict[str, list[float]] = {}
-    for run in ("run48", "run52"):
-        meta = json.loads((logs / run / "labels.json").read_text())
-        for name, launch_ in zip(meta["labels"], read_raw(logs / run / "ncu.csv"), strict=True):
-            if name in cases:
-                seen.setdefault(name, []).append(launch_["dram__bytes_read.sum"] / 1e9)
-    rows = []
-    for name, ((s, _, _), m, n, k, ctas) in cases.items():
-        t = timeline.run(s, m, n, k, prof, ctas_per_sm=ctas)
-        tm, tn = grid(s, m, n)
-        per_wave = memory_traffic(s, m, n, k, prof.sm_count * t["ctas_per_sm"])["hbm_read_bytes"] / 1e9
-        v = seen[name]
-        rows.append({"kernel": name, "ctas_per_sm": t["ctas_per_sm"], "stages": s.stages, "launches": len(v),
-                     "measured_min_gb": round(min(v), 3), "measured_median_gb": round(st.median(v), 3),
-                     "measured_max_gb": round(max(v), 3), "per_wave_gb": round(per_wave, 3),
-                     "timeline_gb": round(t["hbm_read_bytes"] / 1e9, 3)})
-    return rows
 
 
 def check(dirs, gpu: str = "h200-sxm") -> list[dict]:
@@ -421,113 +318,26 @@ def check(dirs, gpu: str = "h200-sxm") -> list[dict]:
     return rows
 
 
-def _print_fits(acts: dict, out_csv: Path | None, dirs=()) -> None:
-    fits = clock_fits(acts)
-    print(f"{len(acts)} kernels; the form fitted on {len(fits[0]['calibration'])} capped calibration kernels")
-    for fit in fits:
-        print(f"g={fit['g']} L2 {'on the voltage' if fit['l2_on_voltage'] else 'flat':14s} calibration rms "
-              f"{100 * fit['calibration_rms']:4.1f}% | held out |err| median {100 * fit['held_out_median']:4.1f}% "
-              f"max {100 * fit['held_out_max']:4.1f}%")
-    best = best_fit(fits)
-    print(f"best on the calibration set: g={best['g']}, L2 {'on the voltage' if best['l2_on_voltage'] else 'flat'}; "
-          "each kernel's counted clock, measured -> from the form:")
-    for k, a in acts.items():
-        tag = "held out" if k in HELD_OUT else "calib" if k in best["calibration"] else "top" if k in TOP_CLOCK else "-"
-        print(f"  {k:30s} {tag:8s} u {a['u']:.2f} L2 {a['L']:5.2f} DRAM {a['H']:4.2f} TB/s  {a['f']:.3f} -> "
-              f"{best['clock'][k]:.3f} ({100 * best['err'][k]:+.1f}%)")
-    if out_csv:
-        rows = [{"kernel": k, "set": "held_out" if k in HELD_OUT else "calibration" if k in best["calibration"]
-                 else "top_clock" if k in TOP_CLOCK else "other", **{q: round(v, 4) for q, v in a.items()},
-                 **{f"clock g={f['g']} {'volt' if f['l2_on_voltage'] else 'flat'}": round(f["clock"][k], 4)
-                    for f in fits}} for k, a in acts.items()]
-        from experiments import cli
-        cli.write_csv(out_csv, rows, "counted clock f (GHz), tensor use u, L2 -> SM and DRAM TB/s per kernel under "
-                      "Nsight Compute, and the clock each form fitted on the calibration kernels gives; python -m "
-                      "experiments.activity --fit " + " ".join(str(d) for d in dirs))
-    return best
-
-
-def best_fit(fits: list[dict]) -> dict:
-    """The form chosen on the calibration set alone (its rms clock error), never on the held-out kernels."""
-    return min(fits, key=lambda f: f["calibration_rms"])
-
-
-def write_profiles(best: dict, dirs) -> None:
-    from sim.hardware import write_profile_parameters
-    if best["l2_on_voltage"]:
-        raise SystemExit("the chosen form has the L2 term on the SM's voltage, which sim/clock.py's profile form "
-                         "does not carry: not written")
-    runs = ", ".join(str(d) for d in dirs)
-    source = (f"[measured] python -m experiments.activity --fit {runs} --write (Nsight Compute 2025.3.1, clock left "
-              f"alone, NVIDIA H200, driver 580.159.04): c_t SMs u (f/1.8)^g + c_l L2->SM TB/s + c_d DRAM TB/s = 1 "
-              f"fitted on {len(best['calibration'])} capped calibration kernels (WGMMA-only loops; V4, V5, 128x192, "
-              f"64x256 and row-raster GEMMs), g and the L2 term chosen by the calibration rms "
-              f"({100 * best['calibration_rms']:.1f}%); the seed's kernels held out: median "
-              f"{100 * best['held_out_median']:.1f}%, max {100 * best['held_out_max']:.1f}%")
-    params = {"clock_form_coef": [round(float(c), 6) for c in best["coef"]], "clock_form_g": best["g"]}
-    for name in ("h200-sxm", "h100-sxm"):
-        prov = source if name == "h200-sxm" else (
-            "[assumed transfer] the H200's form (same GH100 die, same 700 W SXM limit; HBM3 there, HBM3e here). " + source)
-        print("wrote", write_profile_parameters(name, params, {k: prov for k in params}))
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--labels", type=Path, help="launch the kernels (on the GPU, under ncu); their names in "
                                                 "launch order go to this JSON file")
     ap.add_argument("--repeat", type=int, default=2, help="profiled launches per kernel (default %(default)s)")
-    ap.add_argument("--summarize", type=Path, metavar="DIR", help="read DIR/ncu.csv and DIR/labels.json (no GPU)")
-    ap.add_argument("--csv", type=Path, help="with --summarize: write every ranked counter here")
-    ap.add_argument("--top", type=int, default=25, help="counters to print per list (default %(default)s)")
     ap.add_argument("--kernels", default="run47", help="with --labels: 'run47' (KERNELS), 'run48' (CALIBRATION, "
                     "HELD_OUT, TOP_CLOCK) or comma-separated names from experiments.clock_transient's catalog")
-    ap.add_argument("--fit", type=Path, nargs="+", metavar="DIR", help="fit the clock form on the calibration "
-                    "kernels of these runs and test it on the held-out ones (no GPU)")
     ap.add_argument("--sequence", action="store_true", help="with --labels: SEQUENCE_KERNELS, each after a rest, "
-                    f"{SEQUENCE} launches back to back, those at {PROFILED_AT} profiled")
-    ap.add_argument("--l2-resident", action="store_true", help="with --labels: the L2_RESIDENT load-only loops")
-    ap.add_argument("--residency", action="store_true", help="with --labels: the RESIDENCY rings (run 52)")
+                    f"{SEQUENCE} launches back to back, those at --profile-at profiled")
     ap.add_argument("--profile-at", default=",".join(map(str, PROFILED_AT)),
                     help="with --sequence: the launch numbers to profile (default %(default)s)")
+    ap.add_argument("--l2-resident", action="store_true", help="with --labels: the L2_RESIDENT load-only loops")
+    ap.add_argument("--residency", action="store_true", help="with --labels: the RESIDENCY rings (run 52)")
+    ap.add_argument("--summarize", type=Path, metavar="DIR", help="rank every counter of DIR/ncu.csv against the "
+                    "early clocks (run 47; no GPU)")
+    ap.add_argument("--top", type=int, default=25, help="with --summarize: counters to print per list")
     ap.add_argument("--check", type=Path, nargs="+", metavar="DIR", help="each profiled launch's clock against the "
                     "profile's form given that launch's own activity (no GPU)")
-    ap.add_argument("--port", action="store_true", help="fit the L2 -> SM port on the load-only loops of runs 48 "
-                    "and 51 with their measured misses, and hold out run 48's GEMMs (no GPU)")
-    ap.add_argument("--dram", action="store_true", help="each GEMM's DRAM bytes under the profiler (runs 48, "
-                    "52) against the per-wave estimate and the GPU-wide timeline (no GPU); with --csv, write them")
-    ap.add_argument("--write", action="store_true", help="with --fit: write the form chosen on the calibration "
-                    "set into sim/profiles/h200-sxm.json (and h100-sxm.json, an assumed transfer)")
+    ap.add_argument("--csv", type=Path, help="with --summarize or --check: write the rows here")
     args = ap.parse_args(argv)
-    if args.dram:
-        rows = dram_against_models()
-        within = lambda r, key: r["measured_min_gb"] * 0.97 <= r[key] <= r["measured_max_gb"] * 1.03  # noqa: E731
-        for r in rows:
-            print(f"{r['kernel']:24s} {r['ctas_per_sm']} CTA/SM  measured {r['measured_min_gb']:5.2f}-"
-                  f"{r['measured_max_gb']:5.2f} GB  per-wave {r['per_wave_gb']:5.2f}{' ok' if within(r, 'per_wave_gb') else '   '}"
-                  f"  timeline {r['timeline_gb']:5.2f}{' ok' if within(r, 'timeline_gb') else ''}")
-        for key in ("per_wave_gb", "timeline_gb"):
-            print(f"{key}: within the measured range (+-3%) for {sum(within(r, key) for r in rows)} of {len(rows)}")
-        if args.csv:
-            from experiments import cli
-            cli.write_csv(args.csv, rows, "DRAM read bytes per 8192^3 launch under Nsight Compute (runs 48 and 52; "
-                          "run 52's rings padded down to fewer CTAs per SM) against the model's per-wave estimate and "
-                          "the GPU-wide timeline (sim/timeline.py); python -m experiments.activity --dram")
-        return
-    if args.port:
-        res = port_fits()
-        print(f"port fitted on the load-only loops: {res['fitted']} (the profile: {res['profile']})")
-        print("model / measured - 1 at each kernel's counted clock with its measured DRAM bytes: profile's port -> fitted")
-        for n, r in res["rows"].items():
-            print(f"  {r['set']:18s} {n:28s} {100 * r['profile']:+6.1f}% -> {100 * r['fitted']:+6.1f}%")
-        for label in ("GEMMs (held out)",):
-            for key in ("profile", "fitted"):
-                e = [abs(r[key]) for r in res["rows"].values() if r["set"] == label]
-                print(f"{label}, {key} port: median |err| {100 * st.median(e):.1f}%, max {100 * max(e):.1f}%")
-        print("the seed's kernels, clock and time both the model's (earned clock, fitted port), given their DRAM bytes:")
-        for n, r in res["chain"].items():
-            print(f"  {n:10s} {r['clock']:.3f} GHz (counted {r['measured_clock']:.3f})  {r['tflops']:6.1f} TFLOPS "
-                  f"(measured {r['measured_tflops']:6.1f}, {100 * (r['tflops'] / r['measured_tflops'] - 1):+.1f}%)")
-        return
     if args.check:
         rows = check(args.check)
         for r in rows:
@@ -540,27 +350,20 @@ def main(argv=None):
                           "clock the profile's form gives that activity; python -m experiments.activity --check "
                           + " ".join(str(d) for d in args.check))
         return
-    if args.fit:
-        best = _print_fits(kernel_activities(args.fit), args.csv, args.fit)
-        if args.write:
-            write_profiles(best, args.fit)
-        return
     if args.summarize:
-        res = summarize(args.summarize, args.csv, args.top)
-        _print(res)
+        _print(summarize(args.summarize, args.csv, args.top))
         return
     if not args.labels:
-        ap.error("give --labels (launch the kernels under ncu) or --summarize DIR")
-    named = {"run47": KERNELS, "run48": CALIBRATION + HELD_OUT + TOP_CLOCK}
-    kernels = named.get(args.kernels) or tuple(k.strip() for k in args.kernels.split(","))
+        ap.error("give --labels (launch the kernels under ncu), --summarize DIR or --check DIR..")
     if args.l2_resident or args.residency:
         launch(args.labels, args.repeat, shapes=L2_RESIDENT if args.l2_resident else RESIDENCY)
-        return
-    if args.sequence:
+    elif args.sequence:
         launch(args.labels, 1, kernels=SEQUENCE_KERNELS, sequence=SEQUENCE,
                profiled_at=tuple(int(i) for i in args.profile_at.split(",")))
-        return
-    launch(args.labels, args.repeat, kernels=kernels)
+    else:
+        named = {"run47": KERNELS, "run48": CALIBRATION + HELD_OUT + TOP_CLOCK}
+        launch(args.labels, args.repeat, kernels=named.get(args.kernels)
+               or tuple(k.strip() for k in args.kernels.split(",")))
 
 
 if __name__ == "__main__":

@@ -32,5 +32,5 @@ else
   metrics=$(python3 -c 'from experiments.activity import METRICS; print(METRICS)')
   NCU_OPTIONS="--page raw" OUT=$OUT bash experiments/ncu_measured.sh "$metrics" 480 \
     python3 -m experiments.activity --labels "$OUT/labels.json" --kernels run48 --repeat 3
-  python3 -m experiments.activity --fit "$OUT" --csv "$OUT/clock_form.csv"
+  python3 -m experiments.fit_clock_form "$OUT" --csv "$OUT/clock_form.csv"
 fi

@@ -10,7 +10,7 @@ follows three activities, each per SM clock held as the clock moves:
 u the tensor cores' share of their peak per clock, L the L2 -> SM and H the DRAM traffic in
 TB/s at clock f. The limit binds where the sum reaches 1; a kernel under it runs at the top
 clock (WGMMA kernels count at most ~0.91 of the 1.98 GHz boost clock, run 36). Fitted on
-WGMMA-only loops and on GEMMs that are not the seed's (`python -m experiments.activity --fit`);
+WGMMA-only loops and on GEMMs that are not the seed's (`python -m experiments.fit_clock_form`);
 the seed's V1 / V2 / V3 kernels, held out, come within 0.5% (median) and 1.7% of their clocks
 given their own measured activity (run 48). The profile carries the coefficients
 (`clock_form_coef`, `clock_form_g`); `sim.predict(.., clock="earned")` solves for the clock

@@ -224,7 +224,7 @@ class GpuProfile:
     # ---- the clock a kernel earns (sim/clock.py; fourteenth pass) ----
     # (c_t, c_l, c_d, g) of  c_t SMs u (f / 1.8)^g + c_l L2->SM TB/s + c_d DRAM TB/s = 1, the
     # limit that sets a GEMM's clock from its first launch after a rest. [measured]
-    # sim/profiles/<gpu>.json, written by `python -m experiments.activity --fit .. --write`
+    # sim/profiles/<gpu>.json, written by `python -m experiments.fit_clock_form .. --write`
     # (Nsight Compute, run 48). None = no form: predict(clock="earned") refuses.
     clock_form_coef: tuple | None = None
     clock_form_g: float = 2.5

@@ -198,7 +198,7 @@ def _predict_at_earned_clock(schedule, m, n, k, gpu, **options) -> Prediction:
     prof = load_profile(gpu) if isinstance(gpu, str) else gpu
     if prof.clock_form_coef is None:
         raise ScheduleError(f"profile {prof.name!r} has no clock form (clock_form_coef): "
-                            "use clock='profile' or calibrate it (python -m experiments.activity --fit .. --write)")
+                            "use clock='profile' or calibrate it (python -m experiments.fit_clock_form .. --write)")
     top = prof.wgmma_clock_top_ghz if options.get("mmas", True) else prof.clock_max_ghz
 
     def at(f):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import sim
-from experiments import activity
+from experiments import activity, dram_reuse, fit_clock_form, fit_port
 from gemm.schedule import ScheduleError, preset
 from sim import clock
 from sim.hardware import load_profile
@@ -23,7 +23,7 @@ def run48():
 
 @pytest.fixture(scope="module")
 def fits(run48):
-    return activity.clock_fits(run48)
+    return fit_clock_form.clock_fits(run48)
 
 
 def test_earned_clock_is_the_top_clock_under_the_limit_and_falls_with_activity():
@@ -71,19 +71,19 @@ def test_form_fitted_on_calibration_kernels_holds_out_the_seeds(fits):
     """Run 48: chosen on the 18 calibration kernels alone (WGMMA-only loops, V4, V5, other tiles
     and rasters), the form puts V1, V2, V2-local, V2 s3/s4, V3 s2/s3/s4 and three padded
     variants within 1% (median) and 2% (max) of their early clocks; every form tried within 6%."""
-    best = activity.best_fit(fits)
+    best = fit_clock_form.best_fit(fits)
     assert len(best["calibration"]) == 18 and not set(best["calibration"]) & set(activity.HELD_OUT)
     assert best["held_out_median"] < 0.01 and best["held_out_max"] < 0.02
     assert all(f["held_out_max"] < 0.06 for f in fits)
 
 
 def test_the_load_only_loops_earn_the_top_clock(fits):
-    best = activity.best_fit(fits)
+    best = fit_clock_form.best_fit(fits)
     assert all(best["clock"][k] == activity.TOP_GHZ for k in activity.TOP_CLOCK)
 
 
 def test_profile_carries_the_form_chosen_on_the_calibration_set(fits):
-    best = activity.best_fit(fits)
+    best = fit_clock_form.best_fit(fits)
     for name in ("h200-sxm", "h100-sxm"):
         g = load_profile(name)
         assert g.clock_form_g == best["g"] and not best["l2_on_voltage"]
@@ -132,7 +132,7 @@ def test_earned_clock_needs_a_form():
 # ---- the L2 -> SM port from the load-only loops with their measured misses (runs 48 and 51) ----
 @pytest.fixture(scope="module")
 def port():
-    return activity.port_fits(LOGS)
+    return fit_port.port_fits(LOGS)
 
 
 def test_port_from_the_loops_alone(port):
@@ -206,8 +206,7 @@ def test_dram_scoreboard_for_a_model_of_lost_reuse():
     """The 30 GEMMs of runs 48 and 52 (experiments/results/h200-sxm/dram_reuse.csv): the per-wave
     estimate lands in the measured range (+-3%) for 13, the GPU-wide timeline for 12; a model of
     the reuse rings lose should raise these (a ratchet: the counts may only grow)."""
-    rows = activity.dram_against_models(LOGS)
-    within = lambda r, key: r["measured_min_gb"] * 0.97 <= r[key] <= r["measured_max_gb"] * 1.03  # noqa: E731
+    rows = dram_reuse.dram_against_models(LOGS)
     assert len(rows) == 30
-    assert sum(within(r, "per_wave_gb") for r in rows) >= 13
-    assert sum(within(r, "timeline_gb") for r in rows) >= 12
+    assert sum(dram_reuse.within(r, "per_wave_gb") for r in rows) >= 13
+    assert sum(dram_reuse.within(r, "timeline_gb") for r in rows) >= 12

@@ -1,0 +1,74 @@
+"""The scoreboard for a model of the L2 reuse rings lose (experiments/NOTES.md 63-64; no GPU):
+
+  python -m experiments.dram_reuse [--csv experiments/results/h200-sxm/dram_reuse.csv]
+
+Each 8192^3 GEMM profiled in runs 48 and 52 (run 52's rings padded down to fewer CTAs per SM,
+experiments/activity.py RESIDENCY): its DRAM read bytes over the profiled launches beside the
+model's per-wave estimate (sim.engines.memory_traffic) and the GPU-wide timeline's
+(sim/timeline.py), and how many of each land in the measured range.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics as st
+from pathlib import Path
+
+from experiments.activity import CALIBRATION, HELD_OUT, LOGS, M_FULL, RESIDENCY, _catalog_entry, read_raw
+
+
+def dram_against_models(logs: Path = LOGS, gpu: str = "h200-sxm") -> list[dict]:
+    """The scoreboard for a model of the reuse rings lose: each GEMM of runs 48 and 52 (at its
+    residency; run 52's padded down), its DRAM read bytes over the profiled launches (min,
+    median, max) beside the per-wave estimate and the GPU-wide timeline's."""
+    from sim import timeline
+    from sim.engines import grid, memory_traffic
+    from sim.hardware import load_profile
+    prof = load_profile(gpu)
+    cases = {n: (_catalog_entry(n), M_FULL, M_FULL, M_FULL, None) for n in CALIBRATION + HELD_OUT
+             if _catalog_entry(n)[1] == "gemm" and not _catalog_entry(n)[2]}
+    cases.update({n: (entry, m, n_, k, int(n[-1])) for n, (entry, m, n_, k) in RESIDENCY.items()})
+    seen: dict[str, list[float]] = {}
+    for run in ("run48", "run52"):
+        meta = json.loads((logs / run / "labels.json").read_text())
+        for name, launch_ in zip(meta["labels"], read_raw(logs / run / "ncu.csv"), strict=True):
+            if name in cases:
+                seen.setdefault(name, []).append(launch_["dram__bytes_read.sum"] / 1e9)
+    rows = []
+    for name, ((s, _, _), m, n, k, ctas) in cases.items():
+        t = timeline.run(s, m, n, k, prof, ctas_per_sm=ctas)
+        tm, tn = grid(s, m, n)
+        per_wave = memory_traffic(s, m, n, k, prof.sm_count * t["ctas_per_sm"])["hbm_read_bytes"] / 1e9
+        v = seen[name]
+        rows.append({"kernel": name, "ctas_per_sm": t["ctas_per_sm"], "stages": s.stages, "launches": len(v),
+                     "measured_min_gb": round(min(v), 3), "measured_median_gb": round(st.median(v), 3),
+                     "measured_max_gb": round(max(v), 3), "per_wave_gb": round(per_wave, 3),
+                     "timeline_gb": round(t["hbm_read_bytes"] / 1e9, 3)})
+    return rows
+
+
+def within(row: dict, key: str) -> bool:
+    """The model's bytes (`key`) inside the measured range, +-3%."""
+    return row["measured_min_gb"] * 0.97 <= row[key] <= row["measured_max_gb"] * 1.03
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--csv", type=Path, help="write the rows here")
+    args = ap.parse_args(argv)
+    rows = dram_against_models()
+    for r in rows:
+        print(f"{r['kernel']:24s} {r['ctas_per_sm']} CTA/SM  measured {r['measured_min_gb']:5.2f}-"
+              f"{r['measured_max_gb']:5.2f} GB  per-wave {r['per_wave_gb']:5.2f}{' ok' if within(r, 'per_wave_gb') else '   '}"
+              f"  timeline {r['timeline_gb']:5.2f}{' ok' if within(r, 'timeline_gb') else ''}")
+    for key in ("per_wave_gb", "timeline_gb"):
+        print(f"{key}: within the measured range (+-3%) for {sum(within(r, key) for r in rows)} of {len(rows)}")
+    if args.csv:
+        from experiments import cli
+        cli.write_csv(args.csv, rows, "DRAM read bytes per 8192^3 launch under Nsight Compute (runs 48 and 52; "
+                      "run 52's rings padded down to fewer CTAs per SM) against the model's per-wave estimate and "
+                      "the GPU-wide timeline (sim/timeline.py); python -m experiments.dram_reuse")
+
+
+if __name__ == "__main__":
+    main()

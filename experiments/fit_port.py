@@ -1,0 +1,97 @@
+"""The L2 -> SM port from the load-only loops with their measured misses, and the model given
+each GEMM's DRAM bytes (experiments/NOTES.md 61-62; no GPU):
+
+  python -m experiments.fit_port
+
+The hit rate (B/ns, the 0.9 ns request kept) from the loops whose operands fit in L2 (run 51),
+then a miss's cost at that rate from the DRAM-heavy 8192^3 loops (run 48), each by minimax;
+run 48's GEMMs held out, each at its counted clock with its measured DRAM bytes; then the whole
+chain for the seed's kernels: `sim.predict(.., clock="earned")` with the fitted port, given only
+each kernel's DRAM bytes. What it prints is a what-if: the profile keeps its port (NOTES 62).
+"""
+from __future__ import annotations
+
+import argparse
+import statistics as st
+from pathlib import Path
+
+from experiments.activity import (CALIBRATION, HELD_OUT, L2_RESIDENT, LOGS, M_FULL, _catalog_entry,
+                                  launches_by_label)
+
+LOAD_LOOPS_8192 = {f"load loop 128x128x64 s{i}": (f"load loop 128x128x64 s{i}", M_FULL, M_FULL, M_FULL)
+                   for i in (1, 2, 3, 4)}
+LOOP_CTAS = {"s1": 6, "s2": 3, "s3": 2, "s4": 1}  # the load-only loops' CTAs per SM (~24 registers, smem alone)
+
+
+def model_over_measured(row, prof, **port) -> float:
+    """The model's time for one profiled kernel (at its counted clock, with its measured DRAM
+    bytes, the port set by `port`) over the measured, less the launch cost ncu does not time."""
+    import dataclasses
+
+    import sim
+    (entry, m, n, k), dram, f, ms = row
+    s, kind, _ = _catalog_entry(entry)
+    g = dataclasses.replace(prof, clock_ghz=f, **port)
+    extra = {"mmas": False, "ctas_per_sm": LOOP_CTAS[entry.split()[-1]]} if kind == "load" else {}
+    p = sim.predict(s, m, n, k, gpu=g, hbm_read_bytes=dram, hbm_read_source="Nsight Compute", **extra)
+    return (p.ms - g.launch_us * 1e-3) / ms
+
+
+def port_fits(logs: Path = LOGS, gpu: str = "h200-sxm") -> dict:
+    """The L2 -> SM port from the load-only loops alone, with their measured misses: the hit
+    rate (B/ns, the 0.9 ns request kept) from the L2-resident loops at 3, 2 and 1 CTAs per SM
+    (run 51; minimax), then a miss's cost at that rate from the DRAM-heavy 8192^3 loops (run 48;
+    minimax); each GEMM of run 48 held out, at its counted clock with its DRAM bytes."""
+    from sim.hardware import load_profile
+    prof = load_profile(gpu)
+    hits = {n: r for n, r in launches_by_label(logs / "run51", L2_RESIDENT).items() if "s1" not in n}
+    heavy = launches_by_label(logs / "run48", LOAD_LOOPS_8192)
+    gemms = launches_by_label(logs / "run48", {n: (n, M_FULL, M_FULL, M_FULL) for n in CALIBRATION + HELD_OUT
+                                              if _catalog_entry(n)[1] == "gemm" and not _catalog_entry(n)[2]})
+    worst = lambda rows, **port: max(abs(model_over_measured(r, prof, **port) - 1) for r in rows.values())  # noqa: E731
+    rate = min(range(150, 321, 5), key=lambda b: worst(hits, l2_sm_bytes_per_ns=float(b)))
+    miss = min((round(0.1 * i, 1) for i in range(0, 21)),
+               key=lambda x: worst(heavy, l2_sm_bytes_per_ns=float(rate), l2_miss_port_factor=x))
+    fitted = {"l2_sm_bytes_per_ns": float(rate), "l2_miss_port_factor": miss}
+    table = {}
+    for label, rows in (("L2-resident loops", hits), ("DRAM-heavy loops", heavy), ("GEMMs (held out)", gemms)):
+        for n, r in rows.items():
+            table[n] = {"set": label, "profile": model_over_measured(r, prof) - 1,
+                        "fitted": model_over_measured(r, prof, **fitted) - 1}
+    return {"fitted": fitted, "profile": {"l2_sm_bytes_per_ns": prof.l2_sm_bytes_per_ns,
+                                          "l2_miss_port_factor": prof.l2_miss_port_factor}, "rows": table,
+            "chain": {n: earned_against_measured(r, prof, **fitted) for n, r in gemms.items() if n in HELD_OUT}}
+
+
+def earned_against_measured(row, prof, **port) -> dict:
+    """predict(clock="earned") for one profiled GEMM given only its measured DRAM bytes (the clock
+    and the time both the model's), beside the clock it counted and its TFLOPS."""
+    import dataclasses
+
+    import sim
+    (entry, m, n, k), dram, f, ms = row
+    g = dataclasses.replace(prof, **port)
+    p = sim.predict(_catalog_entry(entry)[0], m, n, k, gpu=g, clock="earned", hbm_read_bytes=dram,
+                    hbm_read_source="Nsight Compute")
+    return {"clock": p.clock_ghz, "measured_clock": f, "tflops": 2 * m * n * k / ((p.ms - g.launch_us * 1e-3) * 1e9),
+            "measured_tflops": 2 * m * n * k / (ms * 1e9)}
+
+
+def main(argv=None):
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
+    res = port_fits()
+    print(f"port fitted on the load-only loops: {res['fitted']} (the profile: {res['profile']})")
+    print("model / measured - 1 at each kernel's counted clock with its measured DRAM bytes: profile's port -> fitted")
+    for n, r in res["rows"].items():
+        print(f"  {r['set']:18s} {n:28s} {100 * r['profile']:+6.1f}% -> {100 * r['fitted']:+6.1f}%")
+    for key in ("profile", "fitted"):
+        e = [abs(r[key]) for r in res["rows"].values() if r["set"] == "GEMMs (held out)"]
+        print(f"GEMMs (held out), {key} port: median |err| {100 * st.median(e):.1f}%, max {100 * max(e):.1f}%")
+    print("the seed's kernels, clock and time both the model's (earned clock, fitted port), given their DRAM bytes:")
+    for n, r in res["chain"].items():
+        print(f"  {n:10s} {r['clock']:.3f} GHz (counted {r['measured_clock']:.3f})  {r['tflops']:6.1f} TFLOPS "
+              f"(measured {r['measured_tflops']:6.1f}, {100 * (r['tflops'] / r['measured_tflops'] - 1):+.1f}%)")
+
+
+if __name__ == "__main__":
+    main()
