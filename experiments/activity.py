@@ -16,7 +16,7 @@ early clocks, and by how far apart they put V3 s2 and V3 s3.
 `--labels`: launches each kernel of a set (warmed up outside the profiled range) `--repeat`
 times inside an NVTX range "measured", and writes the names in launch order to the JSON file:
 KERNELS (run 47), CALIBRATION + HELD_OUT + TOP_CLOCK (run 48), a back-to-back SEQUENCE (runs
-49-50), L2_RESIDENT (run 51), RESIDENCY (run 52).
+49-50), L2_RESIDENT (run 51), RESIDENCY (run 52), STRIDES (run 53).
 `--summarize DIR`: reads DIR/ncu.csv (the raw page: one row per launch, one column per
 counter) and DIR/labels.json; the early clocks come from the clock_transient logs (EARLY_RUNS).
 `--check DIR..`: each launch's counted clock beside the clock the profile's form gives it.
@@ -221,6 +221,14 @@ RESIDENCY = {
     "v3 s2 @2": _padded("v3", 2, 0), "v3 s2 @1": _padded("v3", 2, 64), "v3 s3 @2": _padded("v3", 3, 0),
     "v3 s3 @1": _padded("v3", 3, 32), "v3 s6 @1": _padded("v3", 6, 0),
 }
+# Run 53: do the rings lose their reuse to L2 set conflicts? The same kernels with A's and B's
+# rows 64 elements (128 B) longer than K, so that the panels' 16 KB row stride is off the powers
+# of two the L2's sets may alias on; label "... ld+64".
+LD_PAD = 64
+STRIDES = {**{name: (name, M_FULL, M_FULL, M_FULL) for name in ("v1", "v2", "v2 s3", "v3 s2", "v3 s3",
+                                                                 "load loop 128x128x64 s2", "load loop 128x128x64 s3")},
+           **{f"{name} ld+{LD_PAD}": (name, M_FULL, M_FULL, M_FULL, LD_PAD)
+              for name in ("v1", "v2", "v2 s3", "v3 s2", "v3 s3", "load loop 128x128x64 s2", "load loop 128x128x64 s3")}}
 SEQUENCE = 250           # run 49: launches back to back per kernel, after a rest ...
 PROFILED_AT = (0, 30, 120, 240)  # ... of which these are profiled: rested, the seed's window, falling, settled
 SEQUENCE_KERNELS = ("v1", "v2", "v2-local", "v3 s2", "v3 s3")
@@ -246,12 +254,22 @@ def launch(labels_path: Path, repeat: int, warmups: int = 5, kernels=KERNELS, se
     b = b.t().contiguous().t()
     catalog = _catalog()
     labels = []
+    padded = {}  # leading-dimension pad (elements) -> (A, B) whose rows are that much longer than K
     shapes = shapes or {name: (name, M, N, K) for name in kernels}
-    for name, (entry, m, n, k) in shapes.items():
+    for name, (entry, m, n, k, *ld) in shapes.items():
         s, kind, pad = catalog[entry] if isinstance(entry, str) else entry
         launcher = probed_launcher(KernelConfig(s, "float16", "k", "k", clock_probe=True, mma_loop_only=kind == "mma",
                                                 load_loop_only=kind == "load"), m, n, k, 1, pad)[0]
-        a_mk, b_kn = a[:m, :k], b[:k, :n]
+        if ld and ld[0]:
+            if ld[0] not in padded:  # the same values, rows ld[0] elements longer: strides off the powers of two
+                a_pad = torch.zeros((M, K + ld[0]), dtype=a.dtype, device=a.device)
+                a_pad[:, :K] = a
+                b_pad = torch.zeros((N, K + ld[0]), dtype=b.dtype, device=b.device)
+                b_pad[:, :K] = b.t()
+                padded[ld[0]] = (a_pad[:, :K], b_pad[:, :K].t())
+            a_mk, b_kn = padded[ld[0]][0][:m, :k], padded[ld[0]][1][:k, :n]
+        else:
+            a_mk, b_kn = a[:m, :k], b[:k, :n]
         run = lambda _a, _b, launcher=launcher, a_mk=a_mk, b_kn=b_kn: launcher(a_mk, b_kn)  # noqa: E731
         for _ in range(warmups):
             run(a, b)
@@ -331,6 +349,7 @@ def main(argv=None):
                     help="with --sequence: the launch numbers to profile (default %(default)s)")
     ap.add_argument("--l2-resident", action="store_true", help="with --labels: the L2_RESIDENT load-only loops")
     ap.add_argument("--residency", action="store_true", help="with --labels: the RESIDENCY rings (run 52)")
+    ap.add_argument("--strides", action="store_true", help="with --labels: STRIDES, plain and with padded rows (run 53)")
     ap.add_argument("--summarize", type=Path, metavar="DIR", help="rank every counter of DIR/ncu.csv against the "
                     "early clocks (run 47; no GPU)")
     ap.add_argument("--top", type=int, default=25, help="with --summarize: counters to print per list")
@@ -355,8 +374,9 @@ def main(argv=None):
         return
     if not args.labels:
         ap.error("give --labels (launch the kernels under ncu), --summarize DIR or --check DIR..")
-    if args.l2_resident or args.residency:
-        launch(args.labels, args.repeat, shapes=L2_RESIDENT if args.l2_resident else RESIDENCY)
+    if args.l2_resident or args.residency or args.strides:
+        launch(args.labels, args.repeat, shapes=L2_RESIDENT if args.l2_resident else RESIDENCY if args.residency
+               else STRIDES)
     elif args.sequence:
         launch(args.labels, 1, kernels=SEQUENCE_KERNELS, sequence=SEQUENCE,
                profiled_at=tuple(int(i) for i in args.profile_at.split(",")))
