@@ -210,3 +210,19 @@ def test_dram_scoreboard_for_a_model_of_lost_reuse():
     assert len(rows) == 30
     assert sum(dram_reuse.within(r, "per_wave_gb") for r in rows) >= 13
     assert sum(dram_reuse.within(r, "timeline_gb") for r in rows) >= 12
+
+
+def test_padded_rows_cut_part_of_the_rings_lost_reuse():
+    """Run 53: rows 128 B longer (off the 16 KB power-of-two stride) take 25-30% off V2's and
+    V3 s3's DRAM bytes, but they still read 1.5-2.4x their per-wave estimate (1.63 / 2.31 GB);
+    V1 and V3 s2 read their per-wave bytes both ways. The form holds every launch within 3%."""
+    rows = activity.check([LOGS / "run53"])
+    dram = {}
+    for r in rows:
+        dram.setdefault(r["launch"], []).append(r["dram_read_gb"])
+    med = {k: st.median(v) for k, v in dram.items()}
+    for name, per_wave in (("v2", 1.63), ("v3 s3", 2.31)):
+        assert med[f"{name} ld+64"] < 0.8 * med[name] and med[f"{name} ld+64"] > 1.5 * per_wave, name
+    for name, per_wave in (("v1", 1.63), ("v3 s2", 2.31)):
+        assert abs(med[name] / per_wave - 1) < 0.01 and abs(med[f"{name} ld+64"] / per_wave - 1) < 0.01, name
+    assert all(abs(r["form_ghz"] / r["f"] - 1) < 0.03 for r in rows)
