@@ -310,7 +310,7 @@ def launches_by_label(run_dir: Path, shapes: dict) -> dict:
     return {n: (shapes[n], *(st.median(x[i] for x in v) for i in range(3))) for n, v in seen.items() if n in shapes}
 
 
-def _catalog_entry(name):
+def catalog_entry(name):
     if not isinstance(name, str):  # a (schedule, kind, unused shared bytes) of its own
         return name
     from .clock_transient import _catalog

@@ -14,7 +14,7 @@ import json
 import statistics as st
 from pathlib import Path
 
-from experiments.activity import CALIBRATION, HELD_OUT, LOGS, M_FULL, RESIDENCY, _catalog_entry, read_raw
+from experiments.activity import CALIBRATION, HELD_OUT, LOGS, M_FULL, RESIDENCY, catalog_entry, read_raw
 
 
 def dram_against_models(logs: Path = LOGS, gpu: str = "h200-sxm") -> list[dict]:
@@ -25,8 +25,8 @@ def dram_against_models(logs: Path = LOGS, gpu: str = "h200-sxm") -> list[dict]:
     from sim.engines import grid, memory_traffic
     from sim.hardware import load_profile
     prof = load_profile(gpu)
-    cases = {n: (_catalog_entry(n), M_FULL, M_FULL, M_FULL, None) for n in CALIBRATION + HELD_OUT
-             if _catalog_entry(n)[1] == "gemm" and not _catalog_entry(n)[2]}
+    cases = {n: (catalog_entry(n), M_FULL, M_FULL, M_FULL, None) for n in CALIBRATION + HELD_OUT
+             if catalog_entry(n)[1] == "gemm" and not catalog_entry(n)[2]}
     cases.update({n: (entry, m, n_, k, int(n[-1])) for n, (entry, m, n_, k) in RESIDENCY.items()})
     seen: dict[str, list[float]] = {}
     for run in ("run48", "run52"):

@@ -15,7 +15,7 @@ import argparse
 import statistics as st
 from pathlib import Path
 
-from experiments.activity import (CALIBRATION, HELD_OUT, L2_RESIDENT, LOGS, M_FULL, _catalog_entry,
+from experiments.activity import (CALIBRATION, HELD_OUT, L2_RESIDENT, LOGS, M_FULL, catalog_entry,
                                   launches_by_label)
 
 LOAD_LOOPS_8192 = {f"load loop 128x128x64 s{i}": (f"load loop 128x128x64 s{i}", M_FULL, M_FULL, M_FULL)
@@ -30,7 +30,7 @@ def model_over_measured(row, prof, **port) -> float:
 
     import sim
     (entry, m, n, k), dram, f, ms = row
-    s, kind, _ = _catalog_entry(entry)
+    s, kind, _ = catalog_entry(entry)
     g = dataclasses.replace(prof, clock_ghz=f, **port)
     extra = {"mmas": False, "ctas_per_sm": LOOP_CTAS[entry.split()[-1]]} if kind == "load" else {}
     p = sim.predict(s, m, n, k, gpu=g, hbm_read_bytes=dram, hbm_read_source="Nsight Compute", **extra)
@@ -47,7 +47,7 @@ def port_fits(logs: Path = LOGS, gpu: str = "h200-sxm") -> dict:
     hits = {n: r for n, r in launches_by_label(logs / "run51", L2_RESIDENT).items() if "s1" not in n}
     heavy = launches_by_label(logs / "run48", LOAD_LOOPS_8192)
     gemms = launches_by_label(logs / "run48", {n: (n, M_FULL, M_FULL, M_FULL) for n in CALIBRATION + HELD_OUT
-                                              if _catalog_entry(n)[1] == "gemm" and not _catalog_entry(n)[2]})
+                                              if catalog_entry(n)[1] == "gemm" and not catalog_entry(n)[2]})
     worst = lambda rows, **port: max(abs(model_over_measured(r, prof, **port) - 1) for r in rows.values())  # noqa: E731
     rate = min(range(150, 321, 5), key=lambda b: worst(hits, l2_sm_bytes_per_ns=float(b)))
     miss = min((round(0.1 * i, 1) for i in range(0, 21)),
@@ -71,7 +71,7 @@ def earned_against_measured(row, prof, **port) -> dict:
     import sim
     (entry, m, n, k), dram, f, ms = row
     g = dataclasses.replace(prof, **port)
-    p = sim.predict(_catalog_entry(entry)[0], m, n, k, gpu=g, clock="earned", hbm_read_bytes=dram,
+    p = sim.predict(catalog_entry(entry)[0], m, n, k, gpu=g, clock="earned", hbm_read_bytes=dram,
                     hbm_read_source="Nsight Compute")
     return {"clock": p.clock_ghz, "measured_clock": f, "tflops": 2 * m * n * k / ((p.ms - g.launch_us * 1e-3) * 1e9),
             "measured_tflops": 2 * m * n * k / (ms * 1e9)}
