@@ -16,7 +16,7 @@ early clocks, and by how far apart they put V3 s2 and V3 s3.
 `--labels`: launches each kernel of a set (warmed up outside the profiled range) `--repeat`
 times inside an NVTX range "measured", and writes the names in launch order to the JSON file:
 KERNELS (run 47), CALIBRATION + HELD_OUT + TOP_CLOCK (run 48), a back-to-back SEQUENCE (runs
-49-50), L2_RESIDENT (run 51), RESIDENCY (run 52), STRIDES (run 53).
+49-50), L2_RESIDENT (run 51), RESIDENCY (run 52), STRIDES (run 53), GROUPED (run 54).
 `--summarize DIR`: reads DIR/ncu.csv (the raw page: one row per launch, one column per
 counter) and DIR/labels.json; the early clocks come from the clock_transient logs (EARLY_RUNS).
 `--check DIR..`: each launch's counted clock beside the clock the profile's form gives it.
@@ -206,20 +206,21 @@ L2_RESIDENT = {  # label: (catalog name, M, N, K); CTAs = one wave at the loop's
 }
 
 
-def _padded(version: str, stages: int, pad_kb: int) -> tuple:
+def _variant(version: str, stages: int, pad_kb: int = 0, **knobs) -> tuple:
+    """A shapes entry at 8192^3: that preset, `pad_kb` of unused shared memory per CTA, other knobs."""
     from gemm.schedule import preset
-    return (preset(version, stages=stages), "gemm", pad_kb * 1024), M_FULL, M_FULL, M_FULL
+    return (preset(version, stages=stages, **knobs), "gemm", pad_kb * 1024), M_FULL, M_FULL, M_FULL
 
 
 # Run 52: which rings lose their L2 reuse, the same kernels at fewer CTAs per SM (unused shared
 # memory per CTA, as run 45) and deeper: label "v2 s2 @3" = V2, 2 stages, 3 CTAs per SM, i.e.
 # 6 stages of loads per SM.
 RESIDENCY = {
-    "v2 s2 @3": _padded("v2", 2, 0), "v2 s2 @2": _padded("v2", 2, 32), "v2 s2 @1": _padded("v2", 2, 64),
-    "v2 s3 @2": _padded("v2", 3, 0), "v2 s3 @1": _padded("v2", 3, 32), "v2 s4 @1": _padded("v2", 4, 0),
-    "v2 s6 @1": _padded("v2", 6, 0),
-    "v3 s2 @2": _padded("v3", 2, 0), "v3 s2 @1": _padded("v3", 2, 64), "v3 s3 @2": _padded("v3", 3, 0),
-    "v3 s3 @1": _padded("v3", 3, 32), "v3 s6 @1": _padded("v3", 6, 0),
+    "v2 s2 @3": _variant("v2", 2, 0), "v2 s2 @2": _variant("v2", 2, 32), "v2 s2 @1": _variant("v2", 2, 64),
+    "v2 s3 @2": _variant("v2", 3, 0), "v2 s3 @1": _variant("v2", 3, 32), "v2 s4 @1": _variant("v2", 4, 0),
+    "v2 s6 @1": _variant("v2", 6, 0),
+    "v3 s2 @2": _variant("v3", 2, 0), "v3 s2 @1": _variant("v3", 2, 64), "v3 s3 @2": _variant("v3", 3, 0),
+    "v3 s3 @1": _variant("v3", 3, 32), "v3 s6 @1": _variant("v3", 6, 0),
 }
 # Run 53: do the rings lose their reuse to L2 set conflicts? The same kernels with A's and B's
 # rows 64 elements (128 B) longer than K, so that the panels' 16 KB row stride is off the powers
@@ -229,6 +230,11 @@ STRIDES = {**{name: (name, M_FULL, M_FULL, M_FULL) for name in ("v1", "v2", "v2 
                                                                  "load loop 128x128x64 s2", "load loop 128x128x64 s3")},
            **{f"{name} ld+{LD_PAD}": (name, M_FULL, M_FULL, M_FULL, LD_PAD)
               for name in ("v1", "v2", "v2 s3", "v3 s2", "v3 s3", "load loop 128x128x64 s2", "load loop 128x128x64 s3")}}
+# Run 54: the rings with a grouped raster (8 tile rows per group): a wave's panels in a smaller
+# working set. Plain counterparts: runs 48 and 53.
+GROUPED = {f"{label} grouped": _variant(v, st_, raster="grouped", **kw) for label, v, st_, kw in (
+    ("v1", "v1", 1, {}), ("v2", "v2", 2, {}), ("v2-local", "v2", 2, {"phase_storage": "local"}),
+    ("v2 s3", "v2", 3, {}), ("v3 s2", "v3", 2, {}), ("v3 s3", "v3", 3, {}))}
 SEQUENCE = 250           # run 49: launches back to back per kernel, after a rest ...
 PROFILED_AT = (0, 30, 120, 240)  # ... of which these are profiled: rested, the seed's window, falling, settled
 SEQUENCE_KERNELS = ("v1", "v2", "v2-local", "v3 s2", "v3 s3")
@@ -350,6 +356,7 @@ def main(argv=None):
     ap.add_argument("--l2-resident", action="store_true", help="with --labels: the L2_RESIDENT load-only loops")
     ap.add_argument("--residency", action="store_true", help="with --labels: the RESIDENCY rings (run 52)")
     ap.add_argument("--strides", action="store_true", help="with --labels: STRIDES, plain and with padded rows (run 53)")
+    ap.add_argument("--grouped", action="store_true", help="with --labels: GROUPED, the rings in a grouped raster (run 54)")
     ap.add_argument("--summarize", type=Path, metavar="DIR", help="rank every counter of DIR/ncu.csv against the "
                     "early clocks (run 47; no GPU)")
     ap.add_argument("--top", type=int, default=25, help="with --summarize: counters to print per list")
@@ -374,9 +381,10 @@ def main(argv=None):
         return
     if not args.labels:
         ap.error("give --labels (launch the kernels under ncu), --summarize DIR or --check DIR..")
-    if args.l2_resident or args.residency or args.strides:
-        launch(args.labels, args.repeat, shapes=L2_RESIDENT if args.l2_resident else RESIDENCY if args.residency
-               else STRIDES)
+    sets = {"l2_resident": L2_RESIDENT, "residency": RESIDENCY, "strides": STRIDES, "grouped": GROUPED}
+    chosen = [shapes for flag, shapes in sets.items() if getattr(args, flag)]
+    if chosen:
+        launch(args.labels, args.repeat, shapes=chosen[0])
     elif args.sequence:
         launch(args.labels, 1, kernels=SEQUENCE_KERNELS, sequence=SEQUENCE,
                profiled_at=tuple(int(i) for i in args.profile_at.split(",")))
