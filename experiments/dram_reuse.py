@@ -1,9 +1,10 @@
-"""The scoreboard for a model of the L2 reuse rings lose (experiments/NOTES.md 63-64; no GPU):
+"""The scoreboard for a model of the L2 reuse rings lose (experiments/NOTES.md 63-66; no GPU):
 
   python -m experiments.dram_reuse [--csv experiments/results/h200-sxm/dram_reuse.csv]
 
-Each 8192^3 GEMM profiled in runs 48 and 52 (run 52's rings padded down to fewer CTAs per SM,
-experiments/activity.py RESIDENCY): its DRAM read bytes over the profiled launches beside the
+Each 8192^3 GEMM profiled in runs 48 and 52-54 (run 52's rings padded down to fewer CTAs per SM,
+activity.RESIDENCY; run 54's in a grouped raster, activity.GROUPED; run 53's plain launches join
+run 48's, its padded rows are left out): its DRAM read bytes over the profiled launches beside the
 model's per-wave estimate (sim.engines.memory_traffic) and the GPU-wide timeline's
 (sim/timeline.py), and how many of each land in the measured range.
 """
@@ -14,7 +15,7 @@ import json
 import statistics as st
 from pathlib import Path
 
-from experiments.activity import CALIBRATION, HELD_OUT, LOGS, M_FULL, RESIDENCY, catalog_entry, read_raw
+from experiments.activity import CALIBRATION, GROUPED, HELD_OUT, LOGS, M_FULL, RESIDENCY, catalog_entry, read_raw
 
 
 def dram_against_models(logs: Path = LOGS, gpu: str = "h200-sxm") -> list[dict]:
@@ -28,8 +29,9 @@ def dram_against_models(logs: Path = LOGS, gpu: str = "h200-sxm") -> list[dict]:
     cases = {n: (catalog_entry(n), M_FULL, M_FULL, M_FULL, None) for n in CALIBRATION + HELD_OUT
              if catalog_entry(n)[1] == "gemm" and not catalog_entry(n)[2]}
     cases.update({n: (entry, m, n_, k, int(n[-1])) for n, (entry, m, n_, k) in RESIDENCY.items()})
+    cases.update({n: (entry, m, n_, k, None) for n, (entry, m, n_, k) in GROUPED.items()})
     seen: dict[str, list[float]] = {}
-    for run in ("run48", "run52"):
+    for run in ("run48", "run52", "run53", "run54"):
         meta = json.loads((logs / run / "labels.json").read_text())
         for name, launch_ in zip(meta["labels"], read_raw(logs / run / "ncu.csv"), strict=True):
             if name in cases:
@@ -65,8 +67,8 @@ def main(argv=None):
         print(f"{key}: within the measured range (+-3%) for {sum(within(r, key) for r in rows)} of {len(rows)}")
     if args.csv:
         from experiments import cli
-        cli.write_csv(args.csv, rows, "DRAM read bytes per 8192^3 launch under Nsight Compute (runs 48 and 52; "
-                      "run 52's rings padded down to fewer CTAs per SM) against the model's per-wave estimate and "
+        cli.write_csv(args.csv, rows, "DRAM read bytes per 8192^3 launch under Nsight Compute (runs 48, 52-54; "
+                      "run 52's rings padded down to fewer CTAs per SM, run 54's in a grouped raster) against the model's per-wave estimate and "
                       "the GPU-wide timeline (sim/timeline.py); python -m experiments.dram_reuse")
 
 
