@@ -98,6 +98,17 @@ def settled(s, k: int, records, prof, loads: bool = True) -> dict:
     return out
 
 
+def sharer_gaps(records, distance: int = 64) -> dict:
+    """From one launch's per-CTA stamps (launch order): how much CTA durations vary, and how far
+    apart in time CTAs `distance` launches apart start (in the column raster of a 64-row grid,
+    an A panel's sharers; experiments/NOTES.md 67)."""
+    rec = np.asarray(records, dtype=np.int64)
+    start_us = (rec[:, 1] - rec[:, 1].min()) / 1e3
+    dur = (rec[:, 3] - rec[:, 1]) / 1e3
+    return {"duration_cv": float(dur.std() / dur.mean()),
+            "gap_median_us": float(np.median(np.abs(start_us[distance:] - start_us[:-distance])))}
+
+
 def gpu_wide_share(starts, durations, share) -> np.ndarray:
     """The mean miss share of the CTAs running at each CTA's midpoint (itself included)."""
     mid = starts + durations / 2

@@ -258,3 +258,20 @@ def test_model_alone_on_the_grouped_kernels():
         p = sim.predict(s, m, n, k, gpu=g, clock="earned")
         assert p.clock_ghz == pytest.approx(f, rel=0.025), label
         assert 2 * m * n * k / ((p.ms - g.launch_us * 1e-3) * 1e9) == pytest.approx(measured, rel=0.03), label
+
+
+def test_the_rings_that_lose_reuse_vary_in_ctas_time():
+    """Run 39's stamped launches (unprofiled, launches 25, 150, 290, both passes): V2 and V2-local,
+    which lose their reuse, vary 2-5x more in CTA duration than V1 and V3 s2, which keep it, and
+    CTAs 64 launches apart (an A panel's sharers) start 3-11 us apart against ~1 us; the GPU-wide
+    timeline gives V2 a similar spread in duration but 1.4 us between those starts (NOTES 67)."""
+    import numpy as np_
+
+    from experiments.wave_profile import sharer_gaps
+    z = np_.load(LOGS / "run39" / "transient.npz")
+    for key in (k for k in z.files if k.startswith("stamps")):
+        g = sharer_gaps(z[key])
+        if key.split()[1] in ("v2", "v2-local"):
+            assert g["duration_cv"] > 0.035 and g["gap_median_us"] > 3.0, (key, g)
+        else:
+            assert g["duration_cv"] < 0.025 and g["gap_median_us"] < 1.5, (key, g)
