@@ -56,7 +56,38 @@ extern "C" __global__ void sweep(const uint4* __restrict__ a, unsigned long long
     }
     if (acc == 0x9e3779b9u) out[0] = acc;  // keeps the loads; practically never true
 }
+
+extern "C" __global__ void sweep_panels(const uint4* __restrict__ a, unsigned long long rows,
+                                        unsigned long long cols, unsigned long long row_uint4,
+                                        int two_readers, int partner_offset, unsigned* out) {
+    // the GEMM's pattern (--panels): a buffer of `rows` rows `row_uint4` x 16 B apart, of which
+    // the first `cols` 128-B chunks of every row are read, chunk by chunk down all the rows
+    // (a K slice of every A panel), twice; with two_readers each line also by a block on
+    // another SM in the same iteration, as the CTAs sharing a panel do
+    unsigned acc = 0;
+    unsigned long long n = rows * cols * 8, stride = (unsigned long long)gridDim.x * blockDim.x;
+    unsigned long long me = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned long long other = (unsigned long long)((blockIdx.x + partner_offset) % gridDim.x) * blockDim.x
+                               + threadIdx.x;
+    for (unsigned long long i = 0; i < 2 * n; i += stride) {
+        for (int who = 0; who <= two_readers; ++who) {
+            unsigned long long j = i + (who ? other : me);
+            if (j >= 2 * n) continue;
+            j = j < n ? j : j - n;
+            unsigned long long c = j / (rows * 8), r = (j / 8) % rows;
+            uint4 v = a[r * row_uint4 + c * 8 + (j % 8)];
+            acc ^= v.x ^ v.y ^ v.z ^ v.w;
+        }
+    }
+    if (acc == 0x9e3779b9u) out[0] = acc;
+}
 """
+# --panels (run 55): the K slices of 8192 rows 16 KB apart (fp16, K = 8192), as the GEMM's A
+# panels sit, and 128 B further apart (K + 64, run 53's padding); `cols` 128-B chunks per row =
+# `cols` MiB touched
+PANEL_ROWS = 8192
+PANEL_STRIDES = {"panels": 16384, "panels ld+64": 16384 + 128}  # bytes between rows
+PANEL_COLS = (4, 8, 12, 16, 20, 24, 28, 32, 40, 48, 64)
 
 
 def half_miss_mib(rows) -> float | None:
@@ -109,6 +140,8 @@ def main(argv=None):
     ap.add_argument("--summarize", type=Path, metavar="DIR",
                     help="read DIR/ncu.csv and DIR/labels.json and print the table (no GPU)")
     ap.add_argument("--csv", type=Path, help="with --summarize: also write this CSV")
+    ap.add_argument("--panels", action="store_true", help="with --labels: the GEMM's panel pattern instead "
+                    "(PANEL_STRIDES, one and two readers)")
     args = ap.parse_args(argv)
     if args.summarize:
         res = summarize(args.summarize, args.csv)
@@ -151,7 +184,23 @@ def main(argv=None):
             "l2_cache_size_attribute": dev.attributes["L2CacheSize"], "sms": sms, "grid": grid,
             "threads": THREADS, "partner_offset": partner}
     print(json.dumps(info), flush=True)
-    for mb in SIZES_MB:
+    if args.panels:
+        panels = cupy.RawKernel(SOURCE, "sweep_panels")
+        for name, row_bytes in PANEL_STRIDES.items():
+            buf = rng.integers(0, 2**32, size=PANEL_ROWS * row_bytes // 4, dtype=cupy.uint32)
+            for cols in PANEL_COLS:
+                for readers in (0, 1):
+                    sweep(flush, 0)
+                    nvtx.RangePush("measured")
+                    panels((grid,), (THREADS,), (buf, cupy.uint64(PANEL_ROWS), cupy.uint64(cols),
+                                                 cupy.uint64(row_bytes // 16), cupy.int32(readers),
+                                                 cupy.int32(partner), out))
+                    cupy.cuda.runtime.deviceSynchronize()
+                    nvtx.RangePop()
+                    labels.append({"mb": cols * PANEL_ROWS * 128 // 2**20,
+                                   "mode": name + (", two readers" if readers else "")})
+            del buf
+    for mb in () if args.panels else SIZES_MB:
         buf = rng.integers(0, 2**32, size=mb << 18, dtype=cupy.uint32)
         for mode, name in ((0, "forward"), (1, "reverse"), (2, "two readers")):
             sweep(flush, 0)
