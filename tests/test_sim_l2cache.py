@@ -1,4 +1,6 @@
 """CPU tests of the LRU replay of the L2 over a timeline of the grid (sim/l2cache.py)."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -179,3 +181,16 @@ def test_partitioned_replay_matches_the_single_lru(same_launch):
         if name in ("v1", "v2"):
             got = replay(s, N, N, k, *probe_timeline(rec), g.l2_bytes, sides=sides[rec[:, 4].astype(int)])
             assert got["hbm_read_bytes"] == pytest.approx(single[name], rel=0.05), name
+
+
+def test_l2_keeps_the_panel_pattern_with_or_without_a_power_of_two_stride():
+    """Run 55 (experiments/l2_capacity.py --panels): K slices of 8192 rows 16 KB apart, read twice,
+    lose half the second sweep at 45.7 MiB (one reader) and 39.2 (two), the same with rows
+    128 B longer: no capacity lost to set aliasing (experiments/NOTES.md 68)."""
+    from experiments import l2_capacity
+    res = l2_capacity.summarize(Path(__file__).resolve().parents[1] / "experiments" / "results" / "h200-sxm"
+                                / "logs" / "run55")
+    half = res["half_miss_mib"]
+    assert half["panels"] == pytest.approx(half["panels ld+64"], abs=0.5) and 44 < half["panels"] < 48
+    assert half["panels, two readers"] == pytest.approx(half["panels ld+64, two readers"], abs=0.5)
+    assert 37 < half["panels, two readers"] < 42
