@@ -16,7 +16,7 @@ early clocks, and by how far apart they put V3 s2 and V3 s3.
 `--labels`: launches each kernel of a set (warmed up outside the profiled range) `--repeat`
 times inside an NVTX range "measured", and writes the names in launch order to the JSON file:
 KERNELS (run 47), CALIBRATION + HELD_OUT + TOP_CLOCK (run 48), a back-to-back SEQUENCE (runs
-49-50), L2_RESIDENT (run 51), RESIDENCY (run 52), STRIDES (run 53), GROUPED (run 54).
+49-50), L2_RESIDENT (run 51), RESIDENCY (run 52), STRIDES (run 53), GROUPED (run 54), L2_RESIDENT_STRIDES (run 56).
 `--summarize DIR`: reads DIR/ncu.csv (the raw page: one row per launch, one column per
 counter) and DIR/labels.json; the early clocks come from the clock_transient logs (EARLY_RUNS).
 `--check DIR..`: each launch's counted clock beside the clock the profile's form gives it.
@@ -235,6 +235,10 @@ STRIDES = {**{name: (name, M_FULL, M_FULL, M_FULL) for name in ("v1", "v2", "v2 
 GROUPED = {f"{label} grouped": _variant(v, st_, raster="grouped", **kw) for label, v, st_, kw in (
     ("v1", "v1", 1, {}), ("v2", "v2", 2, {}), ("v2-local", "v2", 2, {"phase_storage": "local"}),
     ("v2 s3", "v2", 3, {}), ("v3 s2", "v3", 2, {}), ("v3 s3", "v3", 3, {}))}
+# Run 56: the L2-resident loops again, and on rows 128 B longer: does TMA's feed from L2 (all
+# hits) depend on the 16 KB stride (rows of a box landing on few L2 slices)?
+L2_RESIDENT_STRIDES = {**L2_RESIDENT, **{f"{label} ld+{LD_PAD}": (*shape, LD_PAD)
+                                         for label, shape in L2_RESIDENT.items()}}
 SEQUENCE = 250           # run 49: launches back to back per kernel, after a rest ...
 PROFILED_AT = (0, 30, 120, 240)  # ... of which these are profiled: rested, the seed's window, falling, settled
 SEQUENCE_KERNELS = ("v1", "v2", "v2-local", "v3 s2", "v3 s3")
@@ -357,6 +361,8 @@ def main(argv=None):
     ap.add_argument("--residency", action="store_true", help="with --labels: the RESIDENCY rings (run 52)")
     ap.add_argument("--strides", action="store_true", help="with --labels: STRIDES, plain and with padded rows (run 53)")
     ap.add_argument("--grouped", action="store_true", help="with --labels: GROUPED, the rings in a grouped raster (run 54)")
+    ap.add_argument("--l2-resident-strides", action="store_true",
+                    help="with --labels: L2_RESIDENT_STRIDES, the L2-resident loops plain and on padded rows (run 56)")
     ap.add_argument("--summarize", type=Path, metavar="DIR", help="rank every counter of DIR/ncu.csv against the "
                     "early clocks (run 47; no GPU)")
     ap.add_argument("--top", type=int, default=25, help="with --summarize: counters to print per list")
@@ -381,7 +387,8 @@ def main(argv=None):
         return
     if not args.labels:
         ap.error("give --labels (launch the kernels under ncu), --summarize DIR or --check DIR..")
-    sets = {"l2_resident": L2_RESIDENT, "residency": RESIDENCY, "strides": STRIDES, "grouped": GROUPED}
+    sets = {"l2_resident": L2_RESIDENT, "residency": RESIDENCY, "strides": STRIDES, "grouped": GROUPED,
+            "l2_resident_strides": L2_RESIDENT_STRIDES}
     chosen = [shapes for flag, shapes in sets.items() if getattr(args, flag)]
     if chosen:
         launch(args.labels, args.repeat, shapes=chosen[0])

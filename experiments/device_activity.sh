@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device calls 47-54 (experiments/activity.py; NOTES 57-66). Usage: bash experiments/device_activity.sh [run47|...|run54]
+# Device calls 47-56 (experiments/activity.py; NOTES 57-69). Usage: bash experiments/device_activity.sh [run47|...|run56]
 #   run47: every counter of Nsight Compute's full set, per SM clock, for the kernels whose
 #          early clocks runs 38-46 measured, ranked against those clocks;
 #   run48: the few counters of activity.METRICS (one or two passes) for the calibration,
@@ -10,7 +10,8 @@
 #   run51: the load-only loops on operands that fit in L2 (activity.L2_RESIDENT): the port's hit rate;
 #   run52: V2 and V3 rings at 1-3 CTAs per SM and 2-6 stages (activity.RESIDENCY): which lose L2 reuse;
 #   run53: the same kernels on operands whose rows are 128 B longer (activity.STRIDES): set conflicts?
-#   run54: V1, V2, V2-local, V2 s3, V3 s2, V3 s3 in a grouped raster (activity.GROUPED).
+#   run54: V1, V2, V2-local, V2 s3, V3 s2, V3 s3 in a grouped raster (activity.GROUPED);
+#   run56: the L2-resident loops plain and on rows 128 B longer (activity.L2_RESIDENT_STRIDES).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 mode=${1:-run48}
@@ -24,10 +25,11 @@ elif [ "$mode" = run49 ] || [ "$mode" = run50 ]; then
   NCU_OPTIONS="--page raw" OUT=$OUT bash experiments/ncu_measured.sh "$metrics" 300 \
     python3 -m experiments.activity --labels "$OUT/labels.json" --sequence --profile-at $at
   python3 -m experiments.activity --check "$OUT" --csv "$OUT/sequence.csv"
-elif [ "$mode" = run51 ] || [ "$mode" = run52 ] || [ "$mode" = run53 ] || [ "$mode" = run54 ]; then
+elif [ "$mode" = run51 ] || [ "$mode" = run52 ] || [ "$mode" = run53 ] || [ "$mode" = run54 ] || [ "$mode" = run56 ]; then
   metrics=$(python3 -c 'from experiments.activity import METRICS; print(METRICS)')
   what=--l2-resident; n=3; [ "$mode" = run52 ] && what=--residency && n=5; [ "$mode" = run53 ] && what=--strides && n=4
   [ "$mode" = run54 ] && what=--grouped && n=4
+  [ "$mode" = run56 ] && what=--l2-resident-strides && n=4
   NCU_OPTIONS="--page raw" OUT=$OUT bash experiments/ncu_measured.sh "$metrics" 300 \
     python3 -m experiments.activity --labels "$OUT/labels.json" $what --repeat $n
   python3 -m experiments.activity --check "$OUT"
