@@ -275,3 +275,15 @@ def test_the_rings_that_lose_reuse_vary_in_ctas_time():
             assert g["duration_cv"] > 0.035 and g["gap_median_us"] > 3.0, (key, g)
         else:
             assert g["duration_cv"] < 0.025 and g["gap_median_us"] < 1.5, (key, g)
+
+
+def test_tma_feed_from_l2_does_not_depend_on_the_row_stride():
+    """Run 56: the L2-resident load-only loops (all hits) take the same time within 8% on 16 KB
+    rows and on rows 128 B longer, at 1, 2, 3 and 6 CTAs per SM (NOTES 69)."""
+    rows = activity.check([LOGS / "run56"])
+    ms = {}
+    for r in rows:
+        ms.setdefault(r["launch"], []).append(r["ms"])
+    for label in activity.L2_RESIDENT:
+        plain, padded = st.median(ms[label]), st.median(ms[f"{label} ld+{activity.LD_PAD}"])
+        assert abs(padded / plain - 1) < 0.08, (label, plain, padded)
