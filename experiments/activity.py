@@ -185,12 +185,17 @@ def activities(launch: dict) -> dict:
             "H": (launch["dram__bytes_read.sum"] + launch["dram__bytes_write.sum"]) / t / 1e12}
 
 
+def labelled_launches(run_dir: Path):
+    """(label, {counter: value}) for each profiled launch of a run written by --labels under ncu."""
+    meta = json.loads((Path(run_dir) / "labels.json").read_text())
+    return zip(meta["labels"], read_raw(Path(run_dir) / "ncu.csv"), strict=True)
+
+
 def kernel_activities(dirs) -> dict[str, dict]:
     """{kernel: median activities over its launches} from runs written by --labels under ncu."""
     seen: dict[str, list[dict]] = {}
     for d in dirs:
-        meta = json.loads((Path(d) / "labels.json").read_text())
-        for name, launch in zip(meta["labels"], read_raw(Path(d) / "ncu.csv"), strict=True):
+        for name, launch in labelled_launches(d):
             seen.setdefault(name, []).append(activities(launch))
     return {k: {q: st.median(a[q] for a in v) for q in v[0]} for k, v in seen.items()}
 
@@ -311,9 +316,8 @@ def launch(labels_path: Path, repeat: int, warmups: int = 5, kernels=KERNELS, se
 def launches_by_label(run_dir: Path, shapes: dict) -> dict:
     """{label: ((catalog name, M, N, K), DRAM read bytes, counted GHz, ms)}: medians over the
     label's profiled launches, for the labels in `shapes`."""
-    meta = json.loads((Path(run_dir) / "labels.json").read_text())
     seen: dict[str, list] = {}
-    for name, launch_ in zip(meta["labels"], read_raw(Path(run_dir) / "ncu.csv"), strict=True):
+    for name, launch_ in labelled_launches(run_dir):
         seen.setdefault(name, []).append((launch_["dram__bytes_read.sum"],
                                           launch_["smsp__cycles_elapsed.avg.per_second"] / 1e9,
                                           launch_["gpu__time_duration.sum"] / 1e6))
@@ -335,8 +339,7 @@ def check(dirs, gpu: str = "h200-sxm") -> list[dict]:
     prof = load_profile(gpu)
     rows = []
     for d in dirs:
-        meta = json.loads((Path(d) / "labels.json").read_text())
-        for name, launch_ in zip(meta["labels"], read_raw(Path(d) / "ncu.csv"), strict=True):
+        for name, launch_ in labelled_launches(d):
             a = activities(launch_)
             top = prof.wgmma_clock_top_ghz if a["u"] > 0.01 else TOP_GHZ  # WGMMA kernels count at most ~1.80
             f = clock.earned_clock(a["u"], a["L"], a["H"], a["f"], prof.clock_form_coef, prof.clock_form_g, top)

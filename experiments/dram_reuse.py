@@ -11,11 +11,10 @@ model's per-wave estimate (sim.engines.memory_traffic) and the GPU-wide timeline
 from __future__ import annotations
 
 import argparse
-import json
 import statistics as st
 from pathlib import Path
 
-from experiments.activity import CALIBRATION, GROUPED, HELD_OUT, LOGS, M_FULL, RESIDENCY, catalog_entry, read_raw
+from experiments.activity import CALIBRATION, GROUPED, HELD_OUT, LOGS, M_FULL, RESIDENCY, catalog_entry, labelled_launches
 
 
 def dram_against_models(logs: Path = LOGS, gpu: str = "h200-sxm") -> list[dict]:
@@ -32,8 +31,7 @@ def dram_against_models(logs: Path = LOGS, gpu: str = "h200-sxm") -> list[dict]:
     cases.update({n: (entry, m, n_, k, None) for n, (entry, m, n_, k) in GROUPED.items()})
     seen: dict[str, list[float]] = {}
     for run in ("run48", "run52", "run53", "run54"):
-        meta = json.loads((logs / run / "labels.json").read_text())
-        for name, launch_ in zip(meta["labels"], read_raw(logs / run / "ncu.csv"), strict=True):
+        for name, launch_ in labelled_launches(logs / run):
             if name in cases:
                 seen.setdefault(name, []).append(launch_["dram__bytes_read.sum"] / 1e9)
     rows = []

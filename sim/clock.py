@@ -42,6 +42,12 @@ def fit(rows, g: float, sms: int = 132, l2_on_voltage: bool = False) -> np.ndarr
     return c
 
 
+def over_limit(u: float, l2_tbs: float, dram_tbs: float, f: float, coef, g: float, sms: int = 132,
+               l2_on_voltage: bool = False) -> bool:
+    """True when an activity measured at clock f is over the limit there."""
+    return bool(terms(u, l2_tbs, dram_tbs, f, f, g, sms, l2_on_voltage) @ np.asarray(coef, dtype=float) > 1)
+
+
 def earned_clock(u: float, l2_tbs: float, dram_tbs: float, f_at: float, coef, g: float,
                  top: float, sms: int = 132, l2_on_voltage: bool = False) -> float:
     """The clock (GHz) at which the activity measured at `f_at` reaches the limit; `top` when

@@ -194,27 +194,30 @@ def _predict_at_earned_clock(schedule, m, n, k, gpu, **options) -> Prediction:
     with it: the L2 -> SM port is in ns)."""
     import dataclasses
 
-    from .clock import earned_clock
+    from .clock import over_limit
     prof = load_profile(gpu) if isinstance(gpu, str) else gpu
     if prof.clock_form_coef is None:
         raise ScheduleError(f"profile {prof.name!r} has no clock form (clock_form_coef): "
                             "use clock='profile' or calibrate it (python -m experiments.fit_clock_form .. --write)")
     top = prof.wgmma_clock_top_ghz if options.get("mmas", True) else prof.clock_max_ghz
 
-    def at(f):
+    def at(f):  # the prediction at clock f, and whether its own activity is over the limit there
         p = predict(schedule, m, n, k, gpu=dataclasses.replace(prof, clock_ghz=f), **options)
         s = p.ms * 1e-3
-        got = earned_clock(p.utilization["tensor"], p.bytes["l2_to_sm_bytes"] / s / 1e12, p.bytes["hbm_bytes"] / s / 1e12,
-                           f, prof.clock_form_coef, prof.clock_form_g, top, prof.sm_count)
-        return p, got
-    lo, hi = 0.5, top
-    p, got = at(hi)
-    if got < hi:  # the limit binds at the top clock: find where the activity at f earns f
+        return p, over_limit(p.utilization["tensor"], p.bytes["l2_to_sm_bytes"] / s / 1e12,
+                             p.bytes["hbm_bytes"] / s / 1e12, f, prof.clock_form_coef, prof.clock_form_g,
+                             prof.sm_count)
+    p, over = at(top)
+    if over:  # the limit binds below the top clock: bisect for the clock whose activity meets it
+        lo, hi, p_lo = 0.5, top, None
         for _ in range(14):
             mid = (lo + hi) / 2
-            p, got = at(mid)
-            lo, hi = (mid, hi) if got >= mid else (lo, mid)
-        p, _ = at(lo)
+            p_mid, over = at(mid)
+            if over:
+                hi = mid
+            else:
+                lo, p_lo = mid, p_mid
+        p = p_lo or at(lo)[0]
     p.notes.append(f"clock {p.clock_ghz:.3f} GHz earned from this schedule's activity (sim/clock.py: tensor "
                    f"{p.utilization['tensor']:.2f} per clock, L2->SM {p.bytes['l2_to_sm_bytes'] / p.ms / 1e9:.2f} "
                    f"and DRAM {p.bytes['hbm_bytes'] / p.ms / 1e9:.2f} TB/s) instead of the profile's {prof.clock_ghz:.3f}")
