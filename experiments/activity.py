@@ -177,6 +177,11 @@ CAPPED_BELOW = 1.75  # GHz counted: WGMMA kernels count at most ~1.80 (0.91 x 1.
 TOP_GHZ = 2.0  # what the solved clock may reach (the boost clock is 1.98)
 
 
+def top_clock(a: dict, prof) -> float:
+    """The clock an activity runs at when nothing holds it: WGMMA kernels count at most ~1.80."""
+    return prof.wgmma_clock_top_ghz if a["u"] > 0.01 else TOP_GHZ
+
+
 def activities(launch: dict) -> dict:
     """One launch: counted clock f (GHz), tensor use per clock u, L2 -> SM read and DRAM TB/s."""
     t = launch["gpu__time_duration.sum"] * 1e-9
@@ -341,8 +346,8 @@ def check(dirs, gpu: str = "h200-sxm") -> list[dict]:
     for d in dirs:
         for name, launch_ in labelled_launches(d):
             a = activities(launch_)
-            top = prof.wgmma_clock_top_ghz if a["u"] > 0.01 else TOP_GHZ  # WGMMA kernels count at most ~1.80
-            f = clock.earned_clock(a["u"], a["L"], a["H"], a["f"], prof.clock_form_coef, prof.clock_form_g, top)
+            f = clock.earned_clock(a["u"], a["L"], a["H"], a["f"], prof.clock_form_coef, prof.clock_form_g,
+                                   top_clock(a, prof))
             rows.append({"launch": name, **{k: round(v, 4) for k, v in a.items()}, "form_ghz": round(f, 4),
                          "dram_read_gb": round(launch_["dram__bytes_read.sum"] / 1e9, 3),
                          "ms": round(launch_["gpu__time_duration.sum"] / 1e6, 4)})

@@ -19,20 +19,22 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.activity import CALIBRATION, CAPPED_BELOW, HELD_OUT, TOP_CLOCK, TOP_GHZ, kernel_activities
+from experiments.activity import CALIBRATION, CAPPED_BELOW, HELD_OUT, TOP_CLOCK, kernel_activities, top_clock
 
 
 def clock_fits(acts: dict) -> list[dict]:
     """Each form fitted on the capped CALIBRATION kernels; every kernel's clock solved from its
     own measured activity per clock; errors on the calibration set and on HELD_OUT."""
     from sim import clock
+    from sim.hardware import load_profile
+    prof = load_profile("h200-sxm")
     calib = [k for k in CALIBRATION if k in acts and acts[k]["f"] < CAPPED_BELOW]
     out = []
     for g in (2.0, 2.5, 3.0, 3.5):
         for volt in (False, True):
             c = clock.fit([(acts[k]["u"], acts[k]["L"], acts[k]["H"], acts[k]["f"]) for k in calib], g,
                           l2_on_voltage=volt)
-            got = {k: clock.earned_clock(a["u"], a["L"], a["H"], a["f"], c, g, TOP_GHZ, l2_on_voltage=volt)
+            got = {k: clock.earned_clock(a["u"], a["L"], a["H"], a["f"], c, g, top_clock(a, prof), l2_on_voltage=volt)
                    for k, a in acts.items()}
             err = {k: got[k] / acts[k]["f"] - 1 for k in acts}
             held = [abs(err[k]) for k in HELD_OUT if k in err]
