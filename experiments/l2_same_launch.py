@@ -30,8 +30,26 @@ KERNELS = [
 ]
 
 
-def configs():
+# Run 57 (experiments/drift.py): is the split of the rings' SMs by L2 side a cause of their lost
+# reuse or its effect? The seed's kernels in the column raster and in a grouped one (which keeps
+# the reuse, run 54), three measured launches each.
+DRIFT_NAMES = ("v1", "v2", "v2-local", "v3 s2", "v3 s3")
+DRIFT = [(f"{name} grouped" if grouped else name, name, grouped) for grouped in (False, True) for name in DRIFT_NAMES]
+DRIFT_REPEATS = 3
+
+
+def drift_schedule(name: str):
+    """The schedule of a DRIFT entry: SCHEDULES' kernel, in the grouped raster when so named."""
+    s = SCHEDULES[name.removesuffix(" grouped")]
+    return s.replace(raster="grouped") if name.endswith(" grouped") else s
+
+
+def configs(kernel_set: str = "seed"):
+    """(name, clock-probe KernelConfig, K) of the set: "seed" (KERNELS, runs 22/29) or "drift" (run 57)."""
     from gemm.kernels import KernelConfig
+    if kernel_set == "drift":
+        return [(name, KernelConfig(drift_schedule(name), "float16", "k", "k", clock_probe=True), 8192)
+                for name, _, _ in DRIFT]
     return [(name, KernelConfig(SCHEDULES[key], "float16", "k", "k", clock_probe=True), k)
             for name, key, k in KERNELS]
 
@@ -40,6 +58,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dump", type=Path, required=True, help="where to write the per-CTA stamps (.npz)")
     ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--set", dest="kernel_set", choices=("seed", "drift"), default="seed",
+                    help="seed: KERNELS, one measured launch each (runs 22, 29); drift: DRIFT, "
+                         f"{DRIFT_REPEATS} measured launches each, stamps named 'kernel#i' (run 57)")
     args = ap.parse_args(argv)
     import torch
 
@@ -47,7 +68,8 @@ def main(argv=None):
     from .reference import random_operands
     stamps = {}
     operands = {}
-    for name, config, k in configs():
+    repeats = DRIFT_REPEATS if args.kernel_set == "drift" else 1
+    for name, config, k in configs(args.kernel_set):
         m = n = 8192
         if k not in operands:  # b: a [K, N] view of a [N, K] buffer (K-major), the seed's layout
             a, b = random_operands(m, n, k, "float16", seed=1)
@@ -56,16 +78,19 @@ def main(argv=None):
         run, probe, _ = probed_launcher(config, m, n, k)
         for _ in range(args.warmup):
             run(a, b)
-        torch.cuda.synchronize()
-        torch.cuda.nvtx.range_push("measured")
-        run(a, b)
-        torch.cuda.nvtx.range_pop()
-        torch.cuda.synchronize()
-        stamps[name] = probe.get()
-        rec = stamps[name].astype(np.int64)
-        print(f"{name}: {(rec[:, 3].max() - rec[:, 1].min()) / 1e3:.0f} us from first start to last end",
-              flush=True)
-    np.savez_compressed(args.dump, **stamps)
+        for i in range(repeats):
+            label = f"{name}#{i}" if repeats > 1 else name
+            torch.cuda.synchronize()
+            torch.cuda.nvtx.range_push("measured")
+            run(a, b)
+            torch.cuda.nvtx.range_pop()
+            torch.cuda.synchronize()
+            stamps[label] = probe.get()
+            rec = stamps[label].astype(np.int64)
+            print(f"{label}: {(rec[:, 3].max() - rec[:, 1].min()) / 1e3:.0f} us from first start to last end",
+                  flush=True)
+    # the labels in launch order: the rows of ncu.csv follow it
+    np.savez_compressed(args.dump, labels=np.array(list(stamps)), **stamps)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ and progress inside a CTA other than uniform over its K loop.
 """
 from __future__ import annotations
 
+import heapq
 import math
 from collections import OrderedDict
 
@@ -132,6 +133,31 @@ def lockstep_timeline(n_ctas: int, per_wave: int, cta_time: float, launch_gap: f
     ids = np.arange(n_ctas)
     starts = (ids // per_wave) * (cta_time + launch_gap)
     return starts.astype(float), np.full(n_ctas, float(cta_time))
+
+
+def scheduled_timeline(durations, ctas_per_sm: int, sm_count: int, dispatch_order=None,
+                       sm_factor=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(starts, durations, SM) of every CTA in launch order as the block scheduler runs them:
+    the first wave goes out at once, `ctas_per_sm` per SM in `dispatch_order` (default 0..),
+    and each later CTA takes the slot that frees first. A CTA runs for its `durations` entry,
+    times its SM's `sm_factor` when given. With each CTA's measured duration this puts the
+    CTAs where the H200 put them (experiments/drift.py); with durations from a model it is
+    the replay's timeline without the per-step detail of sim/timeline.py."""
+    base = np.asarray(durations, float)
+    order = list(dispatch_order if dispatch_order is not None else range(sm_count))
+    factor = np.ones(sm_count) if sm_factor is None else np.asarray(sm_factor, float)
+    placement = [sm for _ in range(ctas_per_sm) for sm in order]
+    n = base.size
+    starts, dur, sms = np.zeros(n), np.zeros(n), np.zeros(n, np.int64)
+    free: list = []  # (when the slot frees, launch index, SM)
+    for i in range(n):
+        if i < len(placement):
+            t, sm = 0.0, placement[i]
+        else:
+            t, _, sm = heapq.heappop(free)
+        starts[i], sms[i], dur[i] = t, sm, base[i] * factor[sm]
+        heapq.heappush(free, (t + dur[i], i, sm))
+    return starts, dur, sms
 
 
 def wave_start_spreads(starts, per_wave: int) -> np.ndarray:
