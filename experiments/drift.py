@@ -36,6 +36,7 @@ from experiments.hbm_bytes import SCHEDULES
 from experiments.hbm_compare import read_ncu
 from experiments.l2_same_launch import KERNELS as SAME_LAUNCH
 from experiments.l2_same_launch import drift_schedule
+from experiments.wave_profile import resident_per_sm
 from sim.engines import grid, memory_traffic
 from sim.hardware import load_profile
 from sim.l2cache import probe_timeline, replay, scheduled_timeline
@@ -53,11 +54,6 @@ def sharer_gap_us(starts_us) -> float:
     """Median time between the starts of CTAs SHARER_DISTANCE launches apart."""
     s = np.asarray(starts_us, float)
     return float(np.median(np.abs(s[SHARER_DISTANCE:] - s[:-SHARER_DISTANCE])))
-
-
-def ctas_per_sm(starts_us, durations_us, sm_count: int) -> int:
-    """CTAs per SM: those that started before the first one ended, per SM."""
-    return max(1, round(int(np.sum(starts_us < np.min(starts_us + durations_us))) / sm_count))
 
 
 def labels(run: str) -> list[str]:
@@ -82,7 +78,7 @@ def launch(run: str, name: str) -> dict:
     starts, durations = probe_timeline(rec)
     prof = load_profile(GPU)
     return {"run": run, "kernel": name, "schedule": s, "k": k, "starts": starts,
-            "durations": durations, "sm": rec[:, 4], "ctas_per_sm": ctas_per_sm(starts, durations, prof.sm_count),
+            "durations": durations, "sm": rec[:, 4], "ctas_per_sm": resident_per_sm(starts, durations, prof.sm_count),
             "ncu_gb": ncu[name]["dram__bytes_read.sum"] / 1e9}
 
 
@@ -180,7 +176,7 @@ def mma_loop_within_sm_cv() -> dict:
     for name in probes.files:
         rec = probes[name].astype(np.int64)
         st, du = probe_timeline(rec)
-        per_wave = prof.sm_count * ctas_per_sm(st, du, prof.sm_count)
+        per_wave = prof.sm_count * resident_per_sm(st, du, prof.sm_count)
         cvs = []
         for w in range(len(du) // per_wave):
             blk = slice(w * per_wave, (w + 1) * per_wave)
@@ -194,7 +190,7 @@ def mma_loop_within_sm_cv() -> dict:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--threshold", action="store_true", help="also the i.i.d.-noise threshold per kernel (~1 min)")
-    ap.add_argument("--kernels", nargs="*", default=None, help="kernel names, without '#i' (default: every K = 8192 one)")
+    ap.add_argument("--kernels", nargs="*", default=None, help="kernel names, without '#i' (default: every K = 8192 one); a subset is printed, not written")
     args = ap.parse_args(argv)
     rows = []
     for run in RUNS:
@@ -207,6 +203,8 @@ def main(argv=None):
                   f"scheduled {r['scheduled_gb']:5.2f} shuffled {r['shuffled_gb']:5.2f} (per-wave {r['per_wave_gb']:.2f})  "
                   f"gap us {r['gap_us']:5.1f} / {r['scheduled_gap_us']:5.1f} / {r['shuffled_gap_us']:5.1f}  "
                   f"CV wave0 {r['cv_wave0']:.3f}  side split max {r['side_split_max_pct']:4.1f}%", flush=True)
+    if args.kernels:  # a subset: print only, keep the committed tables whole
+        return
     cli.write_csv(RESULTS / "drift.csv", rows, "stamped launches (runs 22, 29): measured, scheduled and shuffled "
                   "timelines replayed through the LRU L2, sharer gaps, split by L2 side; python -m experiments.drift")
     if args.threshold:
