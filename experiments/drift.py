@@ -27,6 +27,7 @@ Writes experiments/results/h200-sxm/drift.csv (and drift_threshold.csv). No GPU 
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +37,7 @@ from experiments.hbm_bytes import SCHEDULES
 from experiments.hbm_compare import read_ncu
 from experiments.l2_same_launch import KERNELS as SAME_LAUNCH
 from experiments.l2_same_launch import drift_schedule
-from experiments.wave_profile import resident_per_sm
+from experiments.wave_profile import resident_per_sm, start_gap
 from sim.engines import grid, memory_traffic
 from sim.hardware import load_profile
 from sim.l2cache import probe_timeline, replay, scheduled_timeline
@@ -52,14 +53,20 @@ LOST = 1.10                    # bytes over the per-wave estimate that count as 
 
 def sharer_gap_us(starts_us) -> float:
     """Median time between the starts of CTAs SHARER_DISTANCE launches apart."""
-    s = np.asarray(starts_us, float)
-    return float(np.median(np.abs(s[SHARER_DISTANCE:] - s[:-SHARER_DISTANCE])))
+    return start_gap(starts_us, SHARER_DISTANCE)
+
+
+@functools.lru_cache(maxsize=None)
+def _run(run: str) -> tuple[dict, dict]:
+    """A run's stamps {label: words} and Nsight Compute rows {label: counters}, read once."""
+    probes = np.load(LOGS / run / "probes.npz")
+    names = [str(x) for x in probes["labels"]] if "labels" in probes.files else [nm for nm, _, _ in SAME_LAUNCH]
+    return {nm: probes[nm] for nm in names}, dict(zip(names, read_ncu(LOGS / run / "ncu.csv"), strict=True))
 
 
 def labels(run: str) -> list[str]:
     """The stamped launches of a run, in the order of its ncu.csv rows."""
-    probes = np.load(LOGS / run / "probes.npz")
-    return [str(x) for x in probes["labels"]] if "labels" in probes.files else [nm for nm, _, _ in SAME_LAUNCH]
+    return list(_run(run)[0])
 
 
 def schedule_of(name: str):
@@ -71,8 +78,7 @@ def schedule_of(name: str):
 def launch(run: str, name: str) -> dict:
     """One stamped launch: schedule, K, per-CTA starts / durations (us) and SMs, CTAs per SM,
     Nsight Compute's DRAM read bytes of the same launch."""
-    probes = np.load(LOGS / run / "probes.npz")
-    ncu = dict(zip(labels(run), read_ncu(LOGS / run / "ncu.csv")))
+    probes, ncu = _run(run)
     s, k = schedule_of(name)
     rec = probes[name].astype(np.int64)
     starts, durations = probe_timeline(rec)

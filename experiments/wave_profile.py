@@ -98,15 +98,18 @@ def settled(s, k: int, records, prof, loads: bool = True) -> dict:
     return out
 
 
+def start_gap(starts, distance: int = 64) -> float:
+    """Median time between the starts of CTAs `distance` launches apart (in the column raster of
+    a 64-row grid, an A panel's sharers; experiments/NOTES.md 67), in the units of `starts`."""
+    s = np.asarray(starts, float)
+    return float(np.median(np.abs(s[distance:] - s[:-distance])))
+
+
 def sharer_gaps(records, distance: int = 64) -> dict:
     """From one launch's per-CTA stamps (launch order): how much CTA durations vary, and how far
-    apart in time CTAs `distance` launches apart start (in the column raster of a 64-row grid,
-    an A panel's sharers; experiments/NOTES.md 67)."""
-    rec = np.asarray(records, dtype=np.int64)
-    start_us = (rec[:, 1] - rec[:, 1].min()) / 1e3
-    dur = (rec[:, 3] - rec[:, 1]) / 1e3
-    return {"duration_cv": float(dur.std() / dur.mean()),
-            "gap_median_us": float(np.median(np.abs(start_us[distance:] - start_us[:-distance])))}
+    apart in time (us) CTAs `distance` launches apart start."""
+    start_us, dur = probe_timeline(records)
+    return {"duration_cv": float(dur.std() / dur.mean()), "gap_median_us": start_gap(start_us, distance)}
 
 
 def gpu_wide_share(starts, durations, share) -> np.ndarray:
