@@ -245,6 +245,13 @@ STRIDES = {**{name: (name, M_FULL, M_FULL, M_FULL) for name in ("v1", "v2", "v2 
 GROUPED = {f"{label} grouped": _variant(v, st_, raster="grouped", **kw) for label, v, st_, kw in (
     ("v1", "v1", 1, {}), ("v2", "v2", 2, {}), ("v2-local", "v2", 2, {"phase_storage": "local"}),
     ("v2 s3", "v2", 3, {}), ("v3 s2", "v3", 2, {}), ("v3 s3", "v3", 3, {}))}
+# Run 58: a held-out test of sim/convoy.py (NOTES 72): GEMMs no run has profiled, each predicted
+# held in convoy (keeps its per-wave bytes) or free-running (loses reuse) before the run.
+CONVOY = {label: _variant(v, st_, **kw) for label, v, st_, kw in (
+    ("v1 bk32", "v1", 1, {"block_k": 32}), ("v2 bk32 s2", "v2", 2, {"block_k": 32}),
+    ("v3 bk32 s2", "v3", 2, {"block_k": 32}), ("v3 bk32 s3", "v3", 3, {"block_k": 32}),
+    ("v4 s3", "v4", 3, {}), ("v4 s4", "v4", 4, {}), ("v5 s2", "v5", 2, {}),
+    ("v3 128x192 s2", "v3", 2, {"block_n": 192}))}
 # Run 56: the L2-resident loops again, and on rows 128 B longer: does TMA's feed from L2 (all
 # hits) depend on the 16 KB stride (rows of a box landing on few L2 slices)?
 L2_RESIDENT_STRIDES = {**L2_RESIDENT, **{f"{label} ld+{LD_PAD}": (*shape, LD_PAD)
@@ -369,6 +376,7 @@ def main(argv=None):
     ap.add_argument("--residency", action="store_true", help="with --labels: the RESIDENCY rings (run 52)")
     ap.add_argument("--strides", action="store_true", help="with --labels: STRIDES, plain and with padded rows (run 53)")
     ap.add_argument("--grouped", action="store_true", help="with --labels: GROUPED, the rings in a grouped raster (run 54)")
+    ap.add_argument("--convoy", action="store_true", help="with --labels: CONVOY, sim/convoy.py's held-out test (run 58)")
     ap.add_argument("--l2-resident-strides", action="store_true",
                     help="with --labels: L2_RESIDENT_STRIDES, the L2-resident loops plain and on padded rows (run 56)")
     ap.add_argument("--summarize", type=Path, metavar="DIR", help="rank every counter of DIR/ncu.csv against the "
@@ -396,7 +404,7 @@ def main(argv=None):
     if not args.labels:
         ap.error("give --labels (launch the kernels under ncu), --summarize DIR or --check DIR..")
     sets = {"l2_resident": L2_RESIDENT, "residency": RESIDENCY, "strides": STRIDES, "grouped": GROUPED,
-            "l2_resident_strides": L2_RESIDENT_STRIDES}
+            "l2_resident_strides": L2_RESIDENT_STRIDES, "convoy": CONVOY}
     chosen = [shapes for flag, shapes in sets.items() if getattr(args, flag)]
     if chosen:
         launch(args.labels, args.repeat, shapes=chosen[0])

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Device call (runs 22, 29, 57): per-CTA stamps and DRAM bytes of the same launch
+# Device call (runs 22, 29, 57, 59): per-CTA stamps and DRAM bytes of the same launch
 # (experiments/l2_same_launch.py; arguments pass on to it: none = its 11 kernels, for the LRU
-# replay of experiments/l2_replay.py; --set drift = run 57, for experiments/drift.py).
+# replay of experiments/l2_replay.py; --set drift = run 57, --set convoy = run 59, for
+# experiments/drift.py).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 # one replay pass only: with more metrics Nsight Compute replays the kernel (3 passes for

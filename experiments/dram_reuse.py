@@ -1,12 +1,15 @@
-"""The scoreboard for a model of the L2 reuse rings lose (experiments/NOTES.md 63-66; no GPU):
+"""The scoreboard for a model of the L2 reuse rings lose (experiments/NOTES.md 63-66, 72; no GPU):
 
   python -m experiments.dram_reuse [--csv experiments/results/h200-sxm/dram_reuse.csv]
 
-Each 8192^3 GEMM profiled in runs 48 and 52-54 (run 52's rings padded down to fewer CTAs per SM,
-activity.RESIDENCY; run 54's in a grouped raster, activity.GROUPED; run 53's plain launches join
-run 48's, its padded rows are left out): its DRAM read bytes over the profiled launches beside the
-model's per-wave estimate (sim.engines.memory_traffic) and the GPU-wide timeline's
-(sim/timeline.py), and how many of each land in the measured range.
+Each 8192^3 GEMM profiled in runs 48, 52-54 and 58 (run 52's rings padded down to fewer CTAs per
+SM, activity.RESIDENCY; run 54's in a grouped raster, activity.GROUPED; run 53's plain launches join
+run 48's, its padded rows are left out; run 58's eight, activity.CONVOY, held out of the convoy
+criterion): its DRAM read bytes over the profiled launches beside the
+model's per-wave estimate (sim.engines.memory_traffic), the GPU-wide timeline's
+(sim/timeline.py) and the convoy model's (sim/convoy.py: held in convoy, so per-wave, or
+free-running, so replayed), how many of each land in the measured range, and for how many
+the convoy model's held / free-running matches kept / lost.
 """
 from __future__ import annotations
 
@@ -14,14 +17,15 @@ import argparse
 import statistics as st
 from pathlib import Path
 
-from experiments.activity import CALIBRATION, GROUPED, HELD_OUT, LOGS, M_FULL, RESIDENCY, catalog_entry, labelled_launches
+from experiments.activity import (CALIBRATION, CONVOY, GROUPED, HELD_OUT, LOGS, M_FULL, RESIDENCY, catalog_entry,
+                                  labelled_launches)
 
 
 def dram_against_models(logs: Path = LOGS, gpu: str = "h200-sxm") -> list[dict]:
     """The scoreboard for a model of the reuse rings lose: each GEMM of runs 48 and 52 (at its
     residency; run 52's padded down), its DRAM read bytes over the profiled launches (min,
     median, max) beside the per-wave estimate and the GPU-wide timeline's."""
-    from sim import timeline
+    from sim import convoy, timeline
     from sim.engines import grid, memory_traffic
     from sim.hardware import load_profile
     prof = load_profile(gpu)
@@ -29,8 +33,9 @@ def dram_against_models(logs: Path = LOGS, gpu: str = "h200-sxm") -> list[dict]:
              if catalog_entry(n)[1] == "gemm" and not catalog_entry(n)[2]}
     cases.update({n: (entry, m, n_, k, int(n[-1])) for n, (entry, m, n_, k) in RESIDENCY.items()})
     cases.update({n: (entry, m, n_, k, None) for n, (entry, m, n_, k) in GROUPED.items()})
+    cases.update({n: (entry, m, n_, k, None) for n, (entry, m, n_, k) in CONVOY.items()})
     seen: dict[str, list[float]] = {}
-    for run in ("run48", "run52", "run53", "run54"):
+    for run in ("run48", "run52", "run53", "run54", "run58"):
         for name, launch_ in labelled_launches(logs / run):
             if name in cases:
                 seen.setdefault(name, []).append(launch_["dram__bytes_read.sum"] / 1e9)
@@ -40,16 +45,30 @@ def dram_against_models(logs: Path = LOGS, gpu: str = "h200-sxm") -> list[dict]:
         tm, tn = grid(s, m, n)
         per_wave = memory_traffic(s, m, n, k, prof.sm_count * t["ctas_per_sm"])["hbm_read_bytes"] / 1e9
         v = seen[name]
-        rows.append({"kernel": name, "ctas_per_sm": t["ctas_per_sm"], "stages": s.stages, "launches": len(v),
+        c = t["ctas_per_sm"]
+        held = convoy.reuse(s, m, n, k, prof, c)
+        rows.append({"kernel": name, "ctas_per_sm": c, "stages": s.stages, "launches": len(v),
                      "measured_min_gb": round(min(v), 3), "measured_median_gb": round(st.median(v), 3),
                      "measured_max_gb": round(max(v), 3), "per_wave_gb": round(per_wave, 3),
-                     "timeline_gb": round(t["hbm_read_bytes"] / 1e9, 3)})
+                     "timeline_gb": round(t["hbm_read_bytes"] / 1e9, 3),
+                     "measured_kept": max(v) <= LOST * per_wave,
+                     "hidden_latency_ns": round(convoy.hidden_latency_ns(s, prof, c)),
+                     "held_in_convoy": held["held"], "convoy_gb": round(held["hbm_read_bytes"] / 1e9, 3),
+                     "convoy_held_out": name in CONVOY})
     return rows
+
+
+LOST = 1.10   # a GEMM whose every profiled launch reads at most this x its per-wave bytes kept its reuse
 
 
 def within(row: dict, key: str) -> bool:
     """The model's bytes (`key`) inside the measured range, +-3%."""
     return row["measured_min_gb"] * 0.97 <= row[key] <= row["measured_max_gb"] * 1.03
+
+
+def classified(rows) -> int:
+    """How many rows the convoy model calls right: held where every launch kept its reuse."""
+    return sum(r["held_in_convoy"] == r["measured_kept"] for r in rows)
 
 
 def main(argv=None):
@@ -60,14 +79,27 @@ def main(argv=None):
     for r in rows:
         print(f"{r['kernel']:24s} {r['ctas_per_sm']} CTA/SM  measured {r['measured_min_gb']:5.2f}-"
               f"{r['measured_max_gb']:5.2f} GB  per-wave {r['per_wave_gb']:5.2f}{' ok' if within(r, 'per_wave_gb') else '   '}"
-              f"  timeline {r['timeline_gb']:5.2f}{' ok' if within(r, 'timeline_gb') else ''}")
-    for key in ("per_wave_gb", "timeline_gb"):
+              f"  timeline {r['timeline_gb']:5.2f}{' ok' if within(r, 'timeline_gb') else '   '}"
+              f"  {'held' if r['held_in_convoy'] else 'free'} (hides {r['hidden_latency_ns']:4d} ns)"
+              f" {r['convoy_gb']:5.2f}{' ok' if within(r, 'convoy_gb') else ''}")
+    for key in ("per_wave_gb", "timeline_gb", "convoy_gb"):
         print(f"{key}: within the measured range (+-3%) for {sum(within(r, key) for r in rows)} of {len(rows)}")
+    spread = [r for r in rows if "grouped" not in r["kernel"] and not r["convoy_held_out"]]
+    held_out = [r for r in rows if r["convoy_held_out"]]
+    grouped = [r for r in rows if "grouped" in r["kernel"]]
+    print(f"held in convoy (sim/convoy.py) where every launch kept its reuse, free-running where some lost it: "
+          f"column and row raster {classified(spread)} of {len(spread)}, held out (run 58) {classified(held_out)} of "
+          f"{len(held_out)}, grouped raster (sharers launch together: even free-running CTAs keep most of it) "
+          f"{classified(grouped)} of {len(grouped)}; wrong: "
+          + ", ".join(f"{r['kernel']} ({'held' if r['held_in_convoy'] else 'free'}, hides {r['hidden_latency_ns']} ns)"
+                      for r in rows if r["held_in_convoy"] != r["measured_kept"]))
     if args.csv:
         from experiments import cli
-        cli.write_csv(args.csv, rows, "DRAM read bytes per 8192^3 launch under Nsight Compute (runs 48, 52-54; "
-                      "run 52's rings padded down to fewer CTAs per SM, run 54's in a grouped raster) against the model's per-wave estimate and "
-                      "the GPU-wide timeline (sim/timeline.py); python -m experiments.dram_reuse")
+        cli.write_csv(args.csv, rows, "DRAM read bytes per 8192^3 launch under Nsight Compute (runs 48, 52-54, 58; "
+                      "run 52's rings padded down to fewer CTAs per SM, run 54's in a grouped raster) against the model's per-wave estimate, "
+                      "the GPU-wide timeline (sim/timeline.py) and the convoy model (sim/convoy.py: held in convoy or free-running, "
+                      "the latency the ring hides at the profile clock; convoy_held_out: run 58, chosen and predicted after the criterion); measured_kept: every launch within 1.1x per-wave; "
+                      "python -m experiments.dram_reuse")
 
 
 if __name__ == "__main__":

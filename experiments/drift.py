@@ -1,7 +1,8 @@
 """Why a ring's CTAs drift apart and lose their L2 reuse: four tests on stamped launches.
 python -m experiments.drift [--threshold]
+python -m experiments.drift --free-cv    (the profile's free_running_cta_cv, sim/convoy.py)
 
-Runs 22, 29 and 57 recorded every CTA's start, end and SM in the very launch whose DRAM bytes
+Runs 22, 29, 57 and 59 recorded every CTA's start, end and SM in the very launch whose DRAM bytes
 Nsight Compute counted (`bash experiments/device_same_launch.sh`), and replaying those
 stamps through the LRU L2 (sim.l2cache.replay) gives the bytes within a few percent
 (l2_replay.py). What the model lacks is the stamps: sim/timeline.py keeps V2's sharers
@@ -45,7 +46,7 @@ from sim.l2cache import probe_timeline, replay, scheduled_timeline
 RESULTS = Path(__file__).with_name("results") / "h200-sxm"
 LOGS = RESULTS / "logs"
 GPU = "h200-sxm"
-RUNS = ("run29", "run22", "run57")   # run 57: DRIFT, column and grouped raster, three launches each
+RUNS = ("run29", "run22", "run57", "run59")  # run 57: DRIFT (column and grouped raster), run 59: CONVOY; three launches each
 SHARER_DISTANCE = 64           # launches between an A panel's sharers in the column raster (64 tile rows)
 SIGMAS = (0.01, 0.02, 0.03, 0.05, 0.08)
 LOST = 1.10                    # bytes over the per-wave estimate that count as reuse lost
@@ -173,6 +174,26 @@ def noise_threshold(s, k: int, ctas: int, duration_us: float) -> dict:
     return out
 
 
+FREE_RUNNING = ("v2 grouped", "v2-local grouped", "v3 s3 grouped")  # rings run freely, keeping their reuse
+
+
+def within_wave_cv(ln: dict) -> float:
+    """The median over full waves after the first of the CV of CTA duration within the wave."""
+    per_wave = load_profile(GPU).sm_count * ln["ctas_per_sm"]
+    du = ln["durations"]
+    return float(np.median([du[w * per_wave:(w + 1) * per_wave].std() / du[w * per_wave:(w + 1) * per_wave].mean()
+                            for w in range(1, len(du) // per_wave)]))
+
+
+def free_running_cv() -> dict:
+    """sim.hardware's free_running_cta_cv: run 57's rings in a grouped raster (FREE_RUNNING),
+    which keep their L2 reuse, so their spread is not an effect of lost reuse; the median over
+    their launches of within_wave_cv, beside every run-57 launch's own."""
+    cvs = {nm: within_wave_cv(launch("run57", nm)) for nm in labels("run57")}
+    free = [v for nm, v in cvs.items() if nm.split("#")[0] in FREE_RUNNING]
+    return {"free_running_cta_cv": round(float(np.median(free)), 4), "by_launch": cvs}
+
+
 def mma_loop_within_sm_cv() -> dict:
     """The WGMMA-only loops of run 23 (no loads after the first fill): the median over full
     waves of the within-SM standard deviation of CTA duration over the wave's mean, by loop."""
@@ -197,7 +218,15 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--threshold", action="store_true", help="also the i.i.d.-noise threshold per kernel (~1 min)")
     ap.add_argument("--kernels", nargs="*", default=None, help="kernel names, without '#i' (default: every K = 8192 one); a subset is printed, not written")
+    ap.add_argument("--free-cv", action="store_true", help="only the free-running spread (the profile's "
+                    "free_running_cta_cv) from run 57's grouped rings, and every run-57 launch's within-wave CV")
     args = ap.parse_args(argv)
+    if args.free_cv:
+        r = free_running_cv()
+        for nm, v in r["by_launch"].items():
+            print(f"{nm:22s} within-wave CV (median, waves after the first) {100 * v:4.1f}%")
+        print(f"free_running_cta_cv = {r['free_running_cta_cv']} (median over {', '.join(FREE_RUNNING)})")
+        return
     rows = []
     for run in RUNS:
         for name in labels(run):
@@ -211,7 +240,7 @@ def main(argv=None):
                   f"CV wave0 {r['cv_wave0']:.3f}  side split max {r['side_split_max_pct']:4.1f}%", flush=True)
     if args.kernels:  # a subset: print only, keep the committed tables whole
         return
-    cli.write_csv(RESULTS / "drift.csv", rows, "stamped launches (runs 22, 29): measured, scheduled and shuffled "
+    cli.write_csv(RESULTS / "drift.csv", rows, "stamped launches (runs 22, 29, 57, 59): measured, scheduled and shuffled "
                   "timelines replayed through the LRU L2, sharer gaps, split by L2 side; python -m experiments.drift")
     if args.threshold:
         loops = mma_loop_within_sm_cv()

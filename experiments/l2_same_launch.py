@@ -38,18 +38,29 @@ DRIFT = DRIFT_NAMES + tuple(f"{name} grouped" for name in DRIFT_NAMES)
 DRIFT_REPEATS = 3
 
 
+# Run 59 (NOTES 73-74): sim/convoy.py's held-out GEMMs of run 58 (experiments.activity.CONVOY),
+# stamped: what spreads the two that lost their reuse although a miss would stall them.
+
+
 def drift_schedule(name: str):
-    """The schedule of a DRIFT entry: SCHEDULES' kernel, in the grouped raster when so named."""
+    """The schedule of a DRIFT entry (SCHEDULES' kernel, in the grouped raster when so named) or
+    of a CONVOY one (experiments.activity.CONVOY)."""
+    from experiments.activity import CONVOY
+    if name in CONVOY:
+        return CONVOY[name][0][0]
     s = SCHEDULES[name.removesuffix(" grouped")]
     return s.replace(raster="grouped") if name.endswith(" grouped") else s
 
 
 def configs(kernel_set: str = "seed"):
-    """(name, clock-probe KernelConfig, K) of the set: "seed" (KERNELS, runs 22/29) or "drift" (run 57)."""
+    """(name, clock-probe KernelConfig, K) of the set: "seed" (KERNELS, runs 22/29), "drift"
+    (DRIFT, run 57) or "convoy" (experiments.activity.CONVOY, run 59)."""
     from gemm.kernels import KernelConfig
-    if kernel_set == "drift":
+    if kernel_set in ("drift", "convoy"):
+        from experiments.activity import CONVOY
+        names = DRIFT if kernel_set == "drift" else tuple(CONVOY)
         return [(name, KernelConfig(drift_schedule(name), "float16", "k", "k", clock_probe=True), 8192)
-                for name in DRIFT]
+                for name in names]
     return [(name, KernelConfig(SCHEDULES[key], "float16", "k", "k", clock_probe=True), k)
             for name, key, k in KERNELS]
 
@@ -58,9 +69,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dump", type=Path, required=True, help="where to write the per-CTA stamps (.npz)")
     ap.add_argument("--warmup", type=int, default=20)
-    ap.add_argument("--set", dest="kernel_set", choices=("seed", "drift"), default="seed",
+    ap.add_argument("--set", dest="kernel_set", choices=("seed", "drift", "convoy"), default="seed",
                     help="seed: KERNELS, one measured launch each (runs 22, 29); drift: DRIFT, "
-                         f"{DRIFT_REPEATS} measured launches each, stamps named 'kernel#i' (run 57)")
+                         f"{DRIFT_REPEATS} measured launches each, stamps named 'kernel#i' (run 57); "
+                         "convoy: experiments.activity.CONVOY, the same way (run 59)")
     args = ap.parse_args(argv)
     import torch
 
@@ -68,7 +80,7 @@ def main(argv=None):
     from .reference import random_operands
     stamps = {}
     operands = {}
-    repeats = DRIFT_REPEATS if args.kernel_set == "drift" else 1
+    repeats = 1 if args.kernel_set == "seed" else DRIFT_REPEATS
     for name, config, k in configs(args.kernel_set):
         m = n = 8192
         if k not in operands:  # b: a [K, N] view of a [N, K] buffer (K-major), the seed's layout

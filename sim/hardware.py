@@ -94,7 +94,12 @@ class GpuProfile:
     # WGMMAs, their tail, the syncs and issue: ~190 ns + the HBM-miss share remain.
     # Held in: the V1 128x192 rows (block_k 16, 32, 64); sensitivity in sim/README.md.
     tma_latency_ns: float = 250.0
-    # the same for a box with lines that miss L2 and come from HBM. [assumed] loaded.
+    # the same for a box with lines that miss L2 and come from HBM. [assumed] loaded. Run 60
+    # (experiments/tma_latency.py, tma_latency.csv) measured a lone 16 KB box on every SM at
+    # 652 ns missing against 360 hitting (2.15 TB/s of misses), 1294 / 856 at two in flight per
+    # SM, 1.9-4.7 us at four to eight (DRAM queueing); not adopted: hbm_latency_ns -
+    # tma_latency_ns (550 ns) is also sim/convoy.py's threshold, and the light-load 290 ns would
+    # call five GEMMs that keep their reuse free-running (experiments/NOTES.md 75).
     hbm_latency_ns: float = 800.0
     tma_inflight_bytes: int = 256 * 1024     # [assumed] per-SM bytes in flight the TMA unit tracks
     # ---- memory system ----
@@ -176,6 +181,14 @@ class GpuProfile:
     # choice with 50 MB). Only those loops' times are used
     # (`python -m experiments.timeline_bytes --calibrate`).
     timeline_miss_port_factor: float = 0.5
+    # How much the durations of CTAs that nothing holds together vary (coefficient of
+    # variation), for sim/convoy.py's replay of a free-running grid. [measured] run 57
+    # (logs/run57, NVIDIA H200, driver 580.159.04): the rings V2, V2-local and V3 s3 in a
+    # grouped raster, where they keep their L2 reuse (so the spread is not an effect of lost
+    # reuse), three launches each: the median over the nine launches of the median over full
+    # waves after the first of the within-wave CV of CTA duration, 7.0% (5.3-7.7%); the
+    # kernels held in convoy stay at 0.9-1.6% (`python -m experiments.drift --free-cv`).
+    free_running_cta_cv: float = 0.070
     # Relative time one SM's L2 -> SM feed takes for the same bytes, per SM id (mean 1): the
     # L2 feed is not the same on every SM. [measured] sim/profiles/<gpu>.json, written by
     # `python -m experiments.sm_feed_map` from the per-CTA stamps of three load-only loops

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 
 from gemm.schedule import Schedule, ScheduleError
 
+from . import convoy
 from .engines import grid, memory_traffic, residency, waves
 from .hardware import GpuProfile, load_profile
 from .schedules import simulate_sm
@@ -62,7 +63,8 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
             trace: bool = False, sim_iters: int = 48, notes: list | None = None,
             loads: bool = True, mmas: bool = True, ctas_per_sm: int | None = None,
             hbm_read_bytes: float | None = None,
-            hbm_read_source: str = "model-only what-if", clock: str = "profile") -> Prediction:
+            hbm_read_source: str = "model-only what-if", clock: str = "profile",
+            reuse: str = "per-wave") -> Prediction:
     """Predict one kernel launch. Raises ScheduleError for a schedule that cannot run.
 
     `loads=False` (model only): the load-free microbenchmark -- gemm/kernels/ring.py, mma_loop_only for
@@ -81,11 +83,21 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
     `hbm_read_source` names where they come from in the prediction's notes.
     `clock`: "profile" runs at the profile's one sustained clock; "earned" at the clock this
     schedule's own activity earns (sim/clock.py: its tensor use per clock and its L2 and DRAM
-    traffic, the model's own, solved against the profile's clock form)."""
+    traffic, the model's own, solved against the profile's clock form).
+    `reuse`: how the HBM read bytes of a GEMM are counted when `hbm_read_bytes` is not given.
+    "per-wave" (the default): each panel once per wave. "convoy" (sim/convoy.py): per wave
+    while a miss's extra latency holds the panel's sharers together (V1, shallow rings), else
+    what a grid of free-running CTAs reads (their measured spread, scheduled and replayed
+    through L2): right about which kernels lose their reuse, 7-55% high on how much
+    (experiments/NOTES.md 72), so not yet the default. The load-only and WGMMA-only loops
+    always count per wave."""
+    if reuse not in ("convoy", "per-wave"):
+        raise ScheduleError(f"reuse must be 'convoy' or 'per-wave', got {reuse!r}")
     if clock == "earned":
         return _predict_at_earned_clock(schedule, m, n, k, gpu, dtype=dtype, trace=trace, sim_iters=sim_iters,
                                         notes=notes, loads=loads, mmas=mmas, ctas_per_sm=ctas_per_sm,
-                                        hbm_read_bytes=hbm_read_bytes, hbm_read_source=hbm_read_source)
+                                        hbm_read_bytes=hbm_read_bytes, hbm_read_source=hbm_read_source,
+                                        reuse=reuse)
     if clock != "profile":
         raise ScheduleError(f"clock must be 'profile' or 'earned', got {clock!r}")
     if dtype not in DTYPES:
@@ -108,15 +120,18 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
     wv = waves(tm * tn, prof.sm_count, c)
     traffic = memory_traffic(s, m, n, k, wv["per_wave"])
     notes = list(notes or [])
+    if hbm_read_bytes is None and reuse == "convoy" and loads and mmas:
+        held = convoy.reuse(s, m, n, k, prof, c)
+        notes.append(held["note"])
+        if not held["held"]:
+            traffic = _with_hbm_read(traffic, held["hbm_read_bytes"])
     if hbm_read_bytes is not None:
         if not 0 <= hbm_read_bytes <= traffic["l2_to_sm_bytes"]:
             raise ScheduleError(f"hbm_read_bytes={hbm_read_bytes:.4g}: outside 0..{traffic['l2_to_sm_bytes']} "
                                 "(the bytes every CTA reads)")
         notes.append(f"{hbm_read_source}: HBM read bytes set to {hbm_read_bytes / 1e9:.2f} GB "
                      f"(the model's per-wave sharing gives {traffic['hbm_read_bytes'] / 1e9:.2f} GB)")
-        traffic = {**traffic, "hbm_read_bytes": int(hbm_read_bytes),
-                   "hbm_bytes": int(hbm_read_bytes) + traffic["hbm_write_bytes"],
-                   "l2_hit_rate": 1.0 - hbm_read_bytes / traffic["l2_to_sm_bytes"]}
+        traffic = _with_hbm_read(traffic, hbm_read_bytes)
     k_iters = math.ceil(k / s.block_k)
     miss = 1.0 - traffic["l2_hit_rate"]
 
@@ -188,6 +203,13 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
     )
 
 
+def _with_hbm_read(traffic: dict, hbm_read_bytes: float) -> dict:
+    """memory_traffic's figures with the A and B bytes read from HBM replaced."""
+    return {**traffic, "hbm_read_bytes": int(hbm_read_bytes),
+            "hbm_bytes": int(hbm_read_bytes) + traffic["hbm_write_bytes"],
+            "l2_hit_rate": 1.0 - hbm_read_bytes / traffic["l2_to_sm_bytes"]}
+
+
 def _predict_at_earned_clock(schedule, m, n, k, gpu, **options) -> Prediction:
     """predict() at the clock where the schedule's own activity meets the profile's clock form:
     bisection on the clock, each step a prediction at that clock (the activity per clock moves
@@ -200,6 +222,14 @@ def _predict_at_earned_clock(schedule, m, n, k, gpu, **options) -> Prediction:
         raise ScheduleError(f"profile {prof.name!r} has no clock form (clock_form_coef): "
                             "use clock='profile' or calibrate it (python -m experiments.fit_clock_form .. --write)")
     top = prof.wgmma_clock_top_ghz if options.get("mmas", True) else prof.clock_max_ghz
+    if options["reuse"] == "convoy" and options["hbm_read_bytes"] is None and options["loads"] and options["mmas"]:
+        # whether the convoy holds is decided once, at the profile's clock (a bisection whose
+        # bytes jumped between its steps would not converge)
+        c = options["ctas_per_sm"] or residency(schedule, prof)["ctas_per_sm"]
+        held = convoy.reuse(schedule, m, n, k, prof, c)
+        options = {**options, "reuse": "per-wave", "notes": [*(options["notes"] or []), held["note"]]}
+        if not held["held"]:
+            options.update(hbm_read_bytes=held["hbm_read_bytes"], hbm_read_source="free-running CTAs (sim/convoy.py)")
 
     def at(f):  # the prediction at clock f, and whether its own activity is over the limit there
         p = predict(schedule, m, n, k, gpu=dataclasses.replace(prof, clock_ghz=f), **options)

@@ -109,6 +109,19 @@ def test_grid_timeline():
     assert bad.returncode == 2 and "accumulator registers" in bad.stderr
 
 
+def test_convoy():
+    """--convoy counts the seed's V2 as free-running (more HBM bytes than per wave, and says
+    why) and V1 as held in convoy; it sets the HBM bytes, so it refuses --hbm-read-gb."""
+    ring = json.loads(run("--json", "--convoy").stdout)
+    per_wave = json.loads(run("--json").stdout)
+    assert ring["bytes"]["hbm_read_bytes"] > 2 * per_wave["bytes"]["hbm_read_bytes"]
+    assert any("free-running" in n for n in ring["notes"]) and ring["tflops"] < per_wave["tflops"]
+    v1 = json.loads(run("--json", "--convoy", "--version", "v1").stdout)
+    assert any("held in convoy" in n for n in v1["notes"])
+    both = run("--convoy", "--hbm-read-gb", "3")
+    assert both.returncode == 2 and "give one" in both.stderr and "Traceback" not in both.stderr
+
+
 def test_per_wave_bytes_caveat_for_rings_only():
     """A schedule whose loads run 2+ K steps ahead gets a note that its HBM bytes assume the
     sharers keep together; V1 (one step) does not, nor a run whose bytes are given."""
