@@ -89,35 +89,26 @@ def free_running_bytes(s: Schedule, m: int, n: int, k: int, prof: GpuProfile, ct
 
 def reuse(s: Schedule, m: int, n: int, k: int, prof: GpuProfile, ctas: int) -> dict:
     """{held, hbm_read_bytes, per_wave_bytes, miss_extra_ns, note}: the HBM read bytes predict()
-    uses and why. Cached on everything it reads (an earned-clock solve asks it once)."""
-    key = (s, m, n, k, ctas, prof.name, prof.clock_ghz, prof.tma_latency_ns, prof.hbm_latency_ns,
-           prof.free_running_cta_cv, prof.l2_lru_bytes or prof.l2_bytes, prof.sm_count,
-           tuple(prof.sm_dispatch_order or ()))
-    return dict(_reuse(key, prof))
+    uses and why. Cached on the schedule, the shape, the residency and every profile field."""
+    key = (s, m, n, k, ctas, repr(prof))
+    if key not in _CACHE:
+        tm, tn = grid(s, m, n)
+        per_wave = memory_traffic(s, m, n, k, waves(tm * tn, prof.sm_count, ctas)["per_wave"])["hbm_read_bytes"]
+        extra = miss_extra_ns(prof)
+        if held_in_convoy(s, prof, ctas):
+            out = {"held": True, "hbm_read_bytes": per_wave,
+                   "note": f"held in convoy (sim/convoy.py): a miss's extra {extra:.0f} ns lengthens the K "
+                           f"step, so the CTA that reads a slice first waits and its sharers catch up; HBM "
+                           f"bytes: each panel once per wave"}
+        else:
+            b = free_running_bytes(s, m, n, k, prof, ctas)
+            out = {"held": False, "hbm_read_bytes": b,
+                   "note": f"free-running CTAs (sim/convoy.py): the ring hides a miss's extra {extra:.0f} ns, "
+                           f"nothing holds a panel's sharers together; HBM read bytes {b / 1e9:.2f} GB from CTA "
+                           f"durations spread by {100 * prof.free_running_cta_cv:.1f}% (CV), scheduled and "
+                           f"replayed through L2 (per-wave sharing: {per_wave / 1e9:.2f} GB)"}
+        _CACHE[key] = {**out, "per_wave_bytes": per_wave, "miss_extra_ns": extra}
+    return dict(_CACHE[key])
 
 
 _CACHE: dict = {}
-
-
-def _reuse(key, prof):
-    hit = _CACHE.get(key)
-    if hit is None:
-        s, m, n, k, ctas = key[:5]
-        per_wave = memory_traffic(s, m, n, k, waves(grid(s, m, n)[0] * grid(s, m, n)[1], prof.sm_count,
-                                                    ctas)["per_wave"])["hbm_read_bytes"]
-        held = held_in_convoy(s, prof, ctas)
-        if held:
-            hit = {"held": True, "hbm_read_bytes": per_wave, "per_wave_bytes": per_wave,
-                   "note": f"held in convoy (sim/convoy.py): a miss's extra {miss_extra_ns(prof):.0f} ns "
-                           f"lengthens the K step, so the CTA that reads a slice first waits and its sharers "
-                           f"catch up; HBM bytes: each panel once per wave"}
-        else:
-            b = free_running_bytes(s, m, n, k, prof, ctas)
-            hit = {"held": False, "hbm_read_bytes": b, "per_wave_bytes": per_wave,
-                   "note": f"free-running CTAs (sim/convoy.py): the ring hides a miss's extra "
-                           f"{miss_extra_ns(prof):.0f} ns, nothing holds a panel's sharers together; HBM read "
-                           f"bytes {b / 1e9:.2f} GB from CTA durations spread by {100 * prof.free_running_cta_cv:.1f}% "
-                           f"(CV), scheduled and replayed through L2 (per-wave sharing: {per_wave / 1e9:.2f} GB)"}
-        hit["miss_extra_ns"] = miss_extra_ns(prof)
-        _CACHE[key] = hit
-    return hit
