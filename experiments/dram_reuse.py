@@ -19,12 +19,14 @@ from pathlib import Path
 
 from experiments.activity import (CALIBRATION, CONVOY, GROUPED, HELD_OUT, LOGS, M_FULL, RESIDENCY, catalog_entry,
                                   labelled_launches)
+from experiments.drift import LOST  # a GEMM whose every launch reads at most LOST x its per-wave bytes kept its reuse
 
 
 def dram_against_models(logs: Path = LOGS, gpu: str = "h200-sxm") -> list[dict]:
-    """The scoreboard for a model of the reuse rings lose: each GEMM of runs 48 and 52 (at its
-    residency; run 52's padded down), its DRAM read bytes over the profiled launches (min,
-    median, max) beside the per-wave estimate and the GPU-wide timeline's."""
+    """The scoreboard for a model of the reuse rings lose: each GEMM of runs 48, 52-54 and 58 (at
+    its residency; run 52's padded down), its DRAM read bytes over the profiled launches (min,
+    median, max) beside the per-wave estimate, the GPU-wide timeline's and the convoy model's,
+    whether every launch kept its reuse, and whether the convoy model holds it in convoy."""
     from sim import convoy, timeline
     from sim.engines import grid, memory_traffic
     from sim.hardware import load_profile
@@ -56,9 +58,6 @@ def dram_against_models(logs: Path = LOGS, gpu: str = "h200-sxm") -> list[dict]:
                      "held_in_convoy": held["held"], "convoy_gb": round(held["hbm_read_bytes"] / 1e9, 3),
                      "convoy_held_out": name in CONVOY})
     return rows
-
-
-LOST = 1.10   # a GEMM whose every profiled launch reads at most this x its per-wave bytes kept its reuse
 
 
 def within(row: dict, key: str) -> bool:
