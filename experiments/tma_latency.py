@@ -117,10 +117,11 @@ def run(dump: Path) -> None:
 
 
 def summarize(dump: Path) -> list[dict]:
-    """Per depth: median latency (ns) of misses, of hits on lines the reading SM brought in ("own")
-    and on lines another SM brought in ("other"; blocks do not always land on the same SM from one
-    launch to the next, so both passes feed both), the miss's extra over each, and the miss
-    launch's DRAM throughput (TB/s: its boxes over the median block's span)."""
+    """Per condition (blocks per SM, boxes in flight per block): median latency (ns) of misses, of
+    hits on lines the reading SM brought in ("own") and on lines another SM brought in ("other";
+    blocks do not always land on the same SM from one launch to the next, so both passes feed
+    both), the miss's extra over each, and the miss launch's DRAM throughput (TB/s: its boxes
+    over the median block's span)."""
     d = np.load(dump)
     rows = []
     for per_sm, depth in CONDITIONS:
