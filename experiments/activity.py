@@ -252,6 +252,17 @@ CONVOY = {label: _variant(v, st_, **kw) for label, v, st_, kw in (
     ("v3 bk32 s2", "v3", 2, {"block_k": 32}), ("v3 bk32 s3", "v3", 3, {"block_k": 32}),
     ("v4 s3", "v4", 3, {}), ("v4 s4", "v4", 4, {}), ("v5 s2", "v5", 2, {}),
     ("v3 128x192 s2", "v3", 2, {"block_n": 192}))}
+# Run 61: a held-out test of sim/convoy.py's bytes off the 8192^3 shape it was drawn from (NOTES
+# 78): K doubled (twice the K steps to drift over) and a 96 x 96 tile grid (23-35 waves, sharers
+# 96 launches apart), the held and the free-running rings, predicted before the run.
+SHAPES = {f"{name} {m}x{n}x{k}": (name, m, n, k) for name in ("v1", "v2", "v3 s2", "v3 s3")
+          for m, n, k in ((8192, 8192, 16384), (12288, 12288, 8192))}
+# Run 62: where the held kernels' convoy starts to leak (NOTES 79): V1 and V3 s2 at 128 x 128 with
+# block_k 64 and 32, K from 4096 to 24576 (64 to 384 K steps per CTA), M = N = 8192.
+LEAK = {f"{label} k={k}": (entry, M_FULL, M_FULL, k) for label, entry, ks in (
+    ("v1", "v1", (12288, 24576)), ("v3 s2", "v3 s2", (12288, 24576)),
+    ("v1 bk32", CONVOY["v1 bk32"][0], (4096, 6144, 12288)),
+    ("v3 bk32 s2", CONVOY["v3 bk32 s2"][0], (4096, 6144, 12288))) for k in ks}
 # Run 56: the L2-resident loops again, and on rows 128 B longer: does TMA's feed from L2 (all
 # hits) depend on the 16 KB stride (rows of a box landing on few L2 slices)?
 L2_RESIDENT_STRIDES = {**L2_RESIDENT, **{f"{label} ld+{LD_PAD}": (*shape, LD_PAD)
@@ -267,8 +278,8 @@ def launch(labels_path: Path, repeat: int, warmups: int = 5, kernels=KERNELS, se
     """Each kernel `repeat` times inside an NVTX range "measured" after `warmups`; or, with
     `sequence`, after a rest, `sequence` launches back to back of which those at `profiled_at`
     are in the range (labels "name #i"). `shapes`: {label: (catalog name, M, N, K)} instead
-    of `kernels` at 8192^3 (the operands are corners of the 8192^3 ones); the catalog name may
-    be a (schedule, kind, unused shared bytes) of its own."""
+    of `kernels` at 8192^3 (the operands are corners of one pair as large as the largest shape);
+    the catalog name may be a (schedule, kind, unused shared bytes) of its own."""
     import torch
     from torch.cuda import nvtx
 
@@ -277,12 +288,13 @@ def launch(labels_path: Path, repeat: int, warmups: int = 5, kernels=KERNELS, se
     from .clock_transient import M, N, K, _catalog
     from .probe import probed_launcher
     from .reference import random_operands
-    a, b = random_operands(M, N, K, "float16", seed=1)
+    shapes = shapes or {name: (name, M, N, K) for name in kernels}
+    big = [max([d] + [shape[i] for shape in shapes.values()]) for i, d in ((1, M), (2, N), (3, K))]
+    a, b = random_operands(*big, "float16", seed=1)
     b = b.t().contiguous().t()
     catalog = _catalog()
     labels = []
     padded = {}  # leading-dimension pad (elements) -> (A, B) whose rows are that much longer than K
-    shapes = shapes or {name: (name, M, N, K) for name in kernels}
     for name, (entry, m, n, k, *ld) in shapes.items():
         s, kind, pad = catalog[entry] if isinstance(entry, str) else entry
         launcher = probed_launcher(KernelConfig(s, "float16", "k", "k", clock_probe=True, mma_loop_only=kind == "mma",
@@ -377,6 +389,8 @@ def main(argv=None):
     ap.add_argument("--strides", action="store_true", help="with --labels: STRIDES, plain and with padded rows (run 53)")
     ap.add_argument("--grouped", action="store_true", help="with --labels: GROUPED, the rings in a grouped raster (run 54)")
     ap.add_argument("--convoy", action="store_true", help="with --labels: CONVOY, sim/convoy.py's held-out test (run 58)")
+    ap.add_argument("--shapes", action="store_true", help="with --labels: SHAPES, sim/convoy.py's bytes off 8192^3 (run 61)")
+    ap.add_argument("--leak", action="store_true", help="with --labels: LEAK, the held kernels over 64-384 K steps (run 62)")
     ap.add_argument("--l2-resident-strides", action="store_true",
                     help="with --labels: L2_RESIDENT_STRIDES, the L2-resident loops plain and on padded rows (run 56)")
     ap.add_argument("--summarize", type=Path, metavar="DIR", help="rank every counter of DIR/ncu.csv against the "
@@ -404,7 +418,7 @@ def main(argv=None):
     if not args.labels:
         ap.error("give --labels (launch the kernels under ncu), --summarize DIR or --check DIR..")
     sets = {"l2_resident": L2_RESIDENT, "residency": RESIDENCY, "strides": STRIDES, "grouped": GROUPED,
-            "l2_resident_strides": L2_RESIDENT_STRIDES, "convoy": CONVOY}
+            "l2_resident_strides": L2_RESIDENT_STRIDES, "convoy": CONVOY, "shapes": SHAPES, "leak": LEAK}
     chosen = [shapes for flag, shapes in sets.items() if getattr(args, flag)]
     if chosen:
         launch(args.labels, args.repeat, shapes=chosen[0])

@@ -132,7 +132,7 @@ def stamped_against_model(s, ms: float, records, prof) -> dict:
             "kclk_per_cta": st["kclk"], "replayed_dram_gb": round(st["replayed_bytes"] / 1e9, 2),
             "model_tflops": round(sim.predict(s, M, N, K, gpu=at_clock, hbm_read_bytes=st["replayed_bytes"],
                                               hbm_read_source="replayed stamps").tflops, 1),
-            "model_tflops_per_wave_bytes": round(sim.predict(s, M, N, K, gpu=at_clock).tflops, 1)}
+            "model_tflops_per_wave_bytes": round(sim.predict(s, M, N, K, gpu=at_clock, reuse="per-wave").tflops, 1)}
 
 
 def summarize(path: Path) -> list[dict]:

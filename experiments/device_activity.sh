@@ -12,7 +12,9 @@
 #   run53: the same kernels on operands whose rows are 128 B longer (activity.STRIDES): set conflicts?
 #   run54: V1, V2, V2-local, V2 s3, V3 s2, V3 s3 in a grouped raster (activity.GROUPED);
 #   run56: the L2-resident loops plain and on rows 128 B longer (activity.L2_RESIDENT_STRIDES);
-#   run58: sim/convoy.py's held-out GEMMs (activity.CONVOY), four launches each.
+#   run58: sim/convoy.py's held-out GEMMs (activity.CONVOY), four launches each;
+#   run61: sim/convoy.py's bytes off 8192^3 (activity.SHAPES: K = 16384, 12288 x 12288), four each;
+#   run62: the held kernels over 64-384 K steps per CTA (activity.LEAK), four each.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 mode=${1:-run48}
@@ -26,12 +28,14 @@ elif [ "$mode" = run49 ] || [ "$mode" = run50 ]; then
   NCU_OPTIONS="--page raw" OUT=$OUT bash experiments/ncu_measured.sh "$metrics" 300 \
     python3 -m experiments.activity --labels "$OUT/labels.json" --sequence --profile-at $at
   python3 -m experiments.activity --check "$OUT" --csv "$OUT/sequence.csv"
-elif [ "$mode" = run51 ] || [ "$mode" = run52 ] || [ "$mode" = run53 ] || [ "$mode" = run54 ] || [ "$mode" = run56 ] || [ "$mode" = run58 ]; then
+elif [ "$mode" = run51 ] || [ "$mode" = run52 ] || [ "$mode" = run53 ] || [ "$mode" = run54 ] || [ "$mode" = run56 ] || [ "$mode" = run58 ] || [ "$mode" = run61 ] || [ "$mode" = run62 ]; then
   metrics=$(python3 -c 'from experiments.activity import METRICS; print(METRICS)')
   what=--l2-resident; n=3; [ "$mode" = run52 ] && what=--residency && n=5; [ "$mode" = run53 ] && what=--strides && n=4
   [ "$mode" = run54 ] && what=--grouped && n=4
   [ "$mode" = run56 ] && what=--l2-resident-strides && n=4
   [ "$mode" = run58 ] && what=--convoy && n=4
+  [ "$mode" = run61 ] && what=--shapes && n=4
+  [ "$mode" = run62 ] && what=--leak && n=4
   NCU_OPTIONS="--page raw" OUT=$OUT bash experiments/ncu_measured.sh "$metrics" 300 \
     python3 -m experiments.activity --labels "$OUT/labels.json" $what --repeat $n
   python3 -m experiments.activity --check "$OUT"

@@ -1,6 +1,6 @@
 """Why a ring's CTAs drift apart and lose their L2 reuse: four tests on stamped launches.
 python -m experiments.drift [--threshold]
-python -m experiments.drift --free-cv    (the profile's free_running_cta_cv, sim/convoy.py)
+python -m experiments.drift --free-cv    (the profile's free-running spread: fast SMs and per-CTA CV, sim/convoy.py)
 
 Runs 22, 29, 57 and 59 recorded every CTA's start, end and SM in the very launch whose DRAM bytes
 Nsight Compute counted (`bash experiments/device_same_launch.sh`), and replaying those
@@ -175,23 +175,43 @@ def noise_threshold(s, k: int, ctas: int, duration_us: float) -> dict:
 
 
 FREE_RUNNING = ("v2 grouped", "v2-local grouped", "v3 s3 grouped")  # rings run freely, keeping their reuse
+FAST_BELOW = 0.9      # an SM whose CTAs take under this x the launch's median is a fast SM
+LOCAL_WINDOW = 32     # CTAs in start order that run side by side: their common slowdown moves no sharer
 
 
-def within_wave_cv(ln: dict) -> float:
-    """The median over full waves after the first of the CV of CTA duration within the wave."""
-    per_wave = load_profile(GPU).sm_count * ln["ctas_per_sm"]
-    du = ln["durations"]
-    return float(np.median([du[w * per_wave:(w + 1) * per_wave].std() / du[w * per_wave:(w + 1) * per_wave].mean()
-                            for w in range(1, len(du) // per_wave)]))
+def spread_parts(ln: dict) -> dict:
+    """One launch's CTA durations taken apart: the per-SM factor (each SM's median duration over
+    the launch's), the fast SMs (factor under FAST_BELOW) and their factor over the other SMs',
+    and the CV of what is left once the per-SM factor and the running mean over LOCAL_WINDOW
+    CTAs in start order (a slowdown every SM shares) are divided out."""
+    sm_count = load_profile(GPU).sm_count
+    du, sm = ln["durations"], ln["sm"]
+    factor = np.array([np.median(du[sm == x]) for x in range(sm_count)]) / np.median(du)
+    fast = factor < FAST_BELOW
+    rest = du / (np.median(du) * factor[sm])
+    order = np.argsort(ln["starts"], kind="stable")
+    w = LOCAL_WINDOW
+    padded = np.pad(rest[order], (w // 2, w - 1 - w // 2), mode="edge")
+    local = np.convolve(padded, np.ones(w) / w, mode="valid")
+    return {"sm_factor": factor, "fast_sms": int(fast.sum()),
+            "fast_sm_factor": float(np.median(factor[fast]) / np.median(factor[~fast])) if fast.any() else 1.0,
+            "sm_factor_cv": float(factor.std()), "cta_cv": float((rest[order] / local).std())}
 
 
-def free_running_cv() -> dict:
-    """sim.hardware's free_running_cta_cv: run 57's rings in a grouped raster (FREE_RUNNING),
-    which keep their L2 reuse, so their spread is not an effect of lost reuse; the median over
-    their launches of within_wave_cv, beside every run-57 launch's own."""
-    cvs = {nm: within_wave_cv(launch("run57", nm)) for nm in labels("run57")}
-    free = [v for nm, v in cvs.items() if nm.split("#")[0] in FREE_RUNNING]
-    return {"free_running_cta_cv": round(float(np.median(free)), 4), "by_launch": cvs}
+def free_running_spread() -> dict:
+    """sim.hardware's free_running_fast_sms, free_running_fast_sm_factor and free_running_cta_cv:
+    run 57's rings in a grouped raster (FREE_RUNNING), which keep their L2 reuse, so their spread
+    is not an effect of lost reuse; the median over their launches of spread_parts, beside every
+    run-57 launch's own."""
+    parts = {nm: spread_parts(launch("run57", nm)) for nm in labels("run57")}
+    free = [p for nm, p in parts.items() if nm.split("#")[0] in FREE_RUNNING]
+    factors = np.array([p["sm_factor"] for p in free])
+    return {"free_running_fast_sms": int(np.median([p["fast_sms"] for p in free])),
+            "free_running_fast_sm_factor": round(float(np.median([p["fast_sm_factor"] for p in free])), 3),
+            "free_running_cta_cv": round(float(np.median([p["cta_cv"] for p in free])), 4),
+            "fast_sm_ids": [int(x) for x in np.where(factors.mean(axis=0) < FAST_BELOW)[0]],
+            "between_launches": round(float(np.median(np.corrcoef(factors)[np.triu_indices(len(free), 1)])), 3),
+            "by_launch": parts}
 
 
 def mma_loop_within_sm_cv() -> dict:
@@ -219,13 +239,17 @@ def main(argv=None):
     ap.add_argument("--threshold", action="store_true", help="also the i.i.d.-noise threshold per kernel (~1 min)")
     ap.add_argument("--kernels", nargs="*", default=None, help="kernel names, without '#i' (default: every K = 8192 one); a subset is printed, not written")
     ap.add_argument("--free-cv", action="store_true", help="only the free-running spread (the profile's "
-                    "free_running_cta_cv) from run 57's grouped rings, and every run-57 launch's within-wave CV")
+                    "free_running_* fields) from run 57's grouped rings, and every run-57 launch's parts")
     args = ap.parse_args(argv)
     if args.free_cv:
-        r = free_running_cv()
-        for nm, v in r["by_launch"].items():
-            print(f"{nm:22s} within-wave CV (median, waves after the first) {100 * v:4.1f}%")
-        print(f"free_running_cta_cv = {r['free_running_cta_cv']} (median over {', '.join(FREE_RUNNING)})")
+        r = free_running_spread()
+        for nm, p in r["by_launch"].items():
+            print(f"{nm:22s} fast SMs {p['fast_sms']:3d} at {p['fast_sm_factor']:.3f} x the others  per-SM CV "
+                  f"{100 * p['sm_factor_cv']:4.1f}%  the rest, per CTA {100 * p['cta_cv']:4.1f}%")
+        print(f"over {', '.join(FREE_RUNNING)} (median): free_running_fast_sms = {r['free_running_fast_sms']}, "
+              f"free_running_fast_sm_factor = {r['free_running_fast_sm_factor']}, free_running_cta_cv = "
+              f"{r['free_running_cta_cv']}; fast SM ids {r['fast_sm_ids']}; per-SM factors between launches: "
+              f"correlation {r['between_launches']} (median)")
         return
     rows = []
     for run in RUNS:

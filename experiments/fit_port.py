@@ -2,6 +2,7 @@
 each GEMM's DRAM bytes (experiments/NOTES.md 61-62; no GPU):
 
   python -m experiments.fit_port
+  python -m experiments.fit_port --model-misses   (the profile's l2_miss_port_factor: NOTES 77)
 
 The hit rate (B/ns, the 0.9 ns request kept) from the loops whose operands fit in L2 (run 51),
 then a miss's cost at that rate from the DRAM-heavy 8192^3 loops (run 48), each by minimax;
@@ -21,6 +22,43 @@ from experiments.activity import (CALIBRATION, HELD_OUT, L2_RESIDENT, LOGS, M_FU
 LOAD_LOOPS_8192 = {f"load loop 128x128x64 s{i}": (f"load loop 128x128x64 s{i}", M_FULL, M_FULL, M_FULL)
                    for i in (1, 2, 3, 4)}
 LOOP_CTAS = {"s1": 6, "s2": 3, "s3": 2, "s4": 1}  # the load-only loops' CTAs per SM (~24 registers, smem alone)
+# the load_loop.csv rows that set the profile's port (sim/hardware.py); the others are held out
+LOAD_LOOP_CALIBRATION = ("load loop 128x128x64 s2", "load loop 128x128x64 s4", "load loop 128x128x16 s2")
+MISS_FACTORS = tuple(round(0.1 * i, 1) for i in range(13))
+
+
+def load_loop_errors(gpu: str = "h200-sxm", **port) -> dict:
+    """{row: model / measured - 1} for every row of load_loop.csv (the WGMMA-free V2 loops timed
+    alone at 1.97-1.98 GHz), predicted at the row's clock and CTAs per SM with predict()'s own
+    HBM bytes, the port set by `port`."""
+    import csv
+    import dataclasses
+
+    import sim
+    from gemm.schedule import preset
+    from sim.hardware import load_profile
+    path = Path(__file__).with_name("results") / gpu / "load_loop.csv"
+    g = load_profile(gpu)
+    out = {}
+    for r in csv.DictReader(ln for ln in path.read_text().splitlines() if not ln.startswith("#")):
+        s = preset("v2", block_m=int(r["block_m"]), block_n=int(r["block_n"]), block_k=int(r["block_k"]),
+                   stages=int(r["stages"]))
+        p = sim.predict(s, M_FULL, M_FULL, M_FULL, gpu=dataclasses.replace(g, clock_ghz=float(r["clock_ghz"]), **port),
+                        mmas=False, ctas_per_sm=int(r["ctas_per_sm"]))
+        out[r["schedule"]] = p.ms / float(r["ms"]) - 1
+    return out
+
+
+def miss_factor_with_model_misses(gpu: str = "h200-sxm") -> dict:
+    """l2_miss_port_factor with the misses predict() itself gives the load-only loops: the value in
+    MISS_FACTORS whose largest error on LOAD_LOOP_CALIBRATION is smallest, ties (within 0.05
+    points) broken by their rms; the byte rate and request cost kept."""
+    errors = {x: load_loop_errors(gpu, l2_miss_port_factor=x) for x in MISS_FACTORS}
+    worst = {x: max(abs(e[n]) for n in LOAD_LOOP_CALIBRATION) for x, e in errors.items()}
+    best = min(worst.values())
+    tied = [x for x in MISS_FACTORS if worst[x] <= best + 5e-4]
+    rms = {x: sum(errors[x][n] ** 2 for n in LOAD_LOOP_CALIBRATION) for x in tied}
+    return {"l2_miss_port_factor": min(tied, key=rms.get), "tied": tied, "worst": worst, "errors": errors}
 
 
 def model_over_measured(row, prof, **port) -> float:
@@ -78,7 +116,16 @@ def earned_against_measured(row, prof, **port) -> dict:
 
 
 def main(argv=None):
-    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model-misses", action="store_true", help="only l2_miss_port_factor with predict()'s own "
+                    "HBM bytes for the load-only loops (the profile's value)")
+    if ap.parse_args(argv).model_misses:
+        r = miss_factor_with_model_misses()
+        for x, e in r["errors"].items():
+            print(f"factor {x:.1f}: largest on the calibration rows {100 * r['worst'][x]:4.1f}%  "
+                  + "  ".join(f"{n.removeprefix('load loop ')} {100 * v:+5.1f}%" for n, v in e.items()))
+        print(f"l2_miss_port_factor = {r['l2_miss_port_factor']} (minimax tie {r['tied']}, broken by the rms)")
+        return
     res = port_fits()
     print(f"port fitted on the load-only loops: {res['fitted']} (the profile: {res['profile']})")
     print("model / measured - 1 at each kernel's counted clock with its measured DRAM bytes: profile's port -> fitted")

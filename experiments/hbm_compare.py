@@ -4,7 +4,8 @@ predicts when it is given the measured bytes:  python -m experiments.hbm_compare
 Reads the Nsight Compute CSVs of `experiments/hbm_bytes.py` runs (experiments/results/<gpu>/
 logs/run17/ncu.csv, logs/run18/ncu.csv; logs/run19/ncu.csv: `--load-loop`, the WGMMA-free
 loops whose rows calibrated the model's L2 path), writes experiments/results/<gpu>/hbm_bytes.csv
-(one row per kernel and run: dram__bytes_read, the model's per-wave estimate, their ratio)
+(one row per kernel and run: dram__bytes_read, the model's per-wave estimate, their ratio, and
+predict's own bytes: sim/convoy.py, held in convoy or free-running)
 and prints, for the seed's case on the H100 profile, V1 / V2 / V2-local / V3 predicted with
 the model's own HBM bytes and with the measured ones (`sim.predict(hbm_read_bytes=...)`, a
 what-if: those bytes are measurements of the very kernels being predicted). No GPU needed.
@@ -33,12 +34,23 @@ def read_ncu(path: Path) -> list[dict]:
     return [out[i] for i in sorted(out)]
 
 
-def model_bytes(s, gpu="h200-sxm", load_loop=False) -> float:
-    """The model's HBM read bytes; a WGMMA-free loop (~24 registers) is limited by shared memory alone."""
+def model_bytes(s, gpu="h200-sxm", load_loop=False, k=8192, reuse="per-wave") -> float:
+    """The model's HBM read bytes, per wave or predict's default (`reuse`); a WGMMA-free loop
+    (~24 registers) is limited by shared memory alone."""
     import sim
     if load_loop:
-        return sim.predict(s, gpu=gpu, mmas=False, ctas_per_sm=s.ctas_per_sm()).bytes["hbm_read_bytes"]
-    return sim.predict(s, gpu=gpu).bytes["hbm_read_bytes"]
+        return sim.predict(s, 8192, 8192, k, gpu=gpu, mmas=False, ctas_per_sm=s.ctas_per_sm(),
+                           reuse=reuse).bytes["hbm_read_bytes"]
+    return sim.predict(s, 8192, 8192, k, gpu=gpu, reuse=reuse).bytes["hbm_read_bytes"]
+
+
+def _row(run, name, m, s, gpu, k=8192, load_loop=False) -> dict:
+    model = model_bytes(s, gpu, load_loop, k)
+    return {"run": run, "kernel": name, "dram_read_gb": round(m["dram__bytes_read.sum"] / 1e9, 3),
+            "model_gb": round(model / 1e9, 3), "ratio": round(m["dram__bytes_read.sum"] / model, 3),
+            "l2_hit_pct": m.get("lts__t_sector_hit_rate.pct", ""),
+            "ms_ncu": round(m["gpu__time_duration.sum"] / 1e6, 4),
+            "convoy_gb": round(model_bytes(s, gpu, load_loop, k, reuse="convoy") / 1e9, 3)}
 
 
 def collect(gpu="h200-sxm", results=RESULTS) -> list[dict]:
@@ -49,23 +61,12 @@ def collect(gpu="h200-sxm", results=RESULTS) -> list[dict]:
         if not path.exists():
             continue
         if names == "k sweep":
-            import sim
             cases = [(f"{n} k={k}", SCHEDULES[n], k) for k in K_SWEEP for n in K_SWEEP_KERNELS]
-            for (name, s, k), m in zip(cases, read_ncu(path)):
-                model = sim.predict(s, 8192, 8192, k, gpu=gpu).bytes["hbm_read_bytes"]
-                rows.append({"run": run, "kernel": name, "dram_read_gb": round(m["dram__bytes_read.sum"] / 1e9, 3),
-                             "model_gb": round(model / 1e9, 3), "ratio": round(m["dram__bytes_read.sum"] / model, 3),
-                             "l2_hit_pct": m.get("lts__t_sector_hit_rate.pct", ""),
-                             "ms_ncu": round(m["gpu__time_duration.sum"] / 1e6, 4)})
+            rows += [_row(run, name, m, s, gpu, k) for (name, s, k), m in zip(cases, read_ncu(path))]
             continue
         table = LOAD_LOOP_SCHEDULES if names == "load loops" else {n: SCHEDULES[n] for n in names}
-        for (name, s), m in zip(table.items(), read_ncu(path)):
-            model = model_bytes(s, gpu, load_loop=names == "load loops")
-            rows.append({"run": run, "kernel": name, "dram_read_gb": round(m["dram__bytes_read.sum"] / 1e9, 3),
-                         "model_gb": round(model / 1e9, 3),
-                         "ratio": round(m["dram__bytes_read.sum"] / model, 3),
-                         "l2_hit_pct": m.get("lts__t_sector_hit_rate.pct", ""),
-                         "ms_ncu": round(m["gpu__time_duration.sum"] / 1e6, 4)})
+        rows += [_row(run, name, m, s, gpu, load_loop=names == "load loops")
+                 for (name, s), m in zip(table.items(), read_ncu(path))]
     return rows
 
 
@@ -85,13 +86,16 @@ def main(argv=None) -> int:
         f.write("# Nsight Compute dram__bytes_read.sum of one 8192^3 fp16 launch (B stored [N, K]) of each kernel, "
                 "by experiments/hbm_bytes.py on the H200 (runs 17-19, logs/run1[789]/ncu.csv; run 19: the WGMMA-free "
                 "loops of experiments.calibrate_clock --load-loop); model_gb: "
-                "sim.engines.memory_traffic's estimate (each panel once per wave); python -m experiments.hbm_compare\n")
+                "sim.engines.memory_traffic's estimate (each panel once per wave); convoy_gb: sim.predict's default "
+                "(sim/convoy.py: per wave when held in convoy, else a free-running grid replayed through L2); "
+                "python -m experiments.hbm_compare\n")
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    print(f"{'kernel':24s} {'run':6s} measured  model  ratio")
+    print(f"{'kernel':24s} {'run':6s} measured  per-wave  ratio  convoy")
     for r in rows:
-        print(f"{r['kernel']:24s} {r['run']:6s} {r['dram_read_gb']:7.2f}  {r['model_gb']:5.2f}  {r['ratio']:5.2f}")
+        print(f"{r['kernel']:24s} {r['run']:6s} {r['dram_read_gb']:7.2f}  {r['model_gb']:8.2f}  {r['ratio']:5.2f}  "
+              f"{r['convoy_gb']:6.2f}")
     print("\nthe seed's case on h100-sxm: model's own HBM bytes -> with the measured ones (what-if)")
     for name in ("v1", "v2", "v2-local", "v3 s2"):
         s = SCHEDULES[name]

@@ -5,7 +5,7 @@
     >>> p = sim.predict(preset("v2"), 8192, 8192, 8192, gpu="h100-sxm")
     >>> p.tflops, p.utilization, p.ctas_per_sm, p.bound
 
-API: `predict(schedule, m, n, k, gpu="h200-sxm", dtype="float16") -> Prediction`,
+API: `predict(schedule, m, n, k, gpu="h200-sxm", dtype="float16", reuse="convoy") -> Prediction`,
 `Prediction.to_dict()`, `load_profile(name)`, `PROFILES`. Imports nothing GPU-related.
 Command line: `python -m sim.run --help`.
 """

@@ -160,35 +160,44 @@ class GpuProfile:
     l2_request_additive: bool = True
     # L2 port time a byte that misses L2 costs on top of its read (the fill from HBM into
     # L2 competes with the reads), as a multiple of a hit byte's. 0 = misses cost the port
-    # nothing extra (their HBM share runs side by side, as before). [measured] 1.1, fitted with
-    # the two above: the load loop slows as residency falls (per SM and 32 KB K tile
-    # 449/472/500/520 ns at 6/3/2/1 CTAs/SM) while the model's HBM bytes grow with the number
-    # of waves (0.95/1.63/2.31/4.37 GB); a port without it leaves the 1-CTA row ~-11%, and TMA
-    # latency cannot supply it (250 -> 1250 ns moves that row < 1.5 points: its 4-stage ring
-    # keeps the port busy). The mechanism is [assumed]; the miss bytes are the model's
-    # per-wave estimate (engines.memory_traffic), not a measurement. Charged in full with
-    # every SM busy and in proportion to the busy SMs otherwise (thirteenth pass: a CTA's
-    # cycles follow the GPU-wide miss share, and on 12-88 busy SMs the load-only loop pulls
-    # the hit-only rate with 9-29% of its bytes missing; experiments/NOTES.md 33, 46, 47).
-    l2_miss_port_factor: float = 1.1
+    # nothing extra (their HBM share runs side by side). [measured] 0.4, fitted on the same
+    # three load-only loops as the two above, at each row's clock and residency, with the HBM
+    # bytes predict() itself gives them (sim/convoy.py: free-running, 1.4 and 4.5 GB where run
+    # 19 measured 2.7 and 5.8; the 1-CTA s4 7.8 where it kept its 4.4): minimax over the three
+    # (0.2-0.5 tie at 2.2%, the binding row the 1-CTA loop, HBM-bound), ties broken by their rms
+    # (`python -m experiments.fit_port --model-misses`; experiments/NOTES.md 77). It was 1.1
+    # while predict counted each panel once per wave: 2.7-3.7x too few misses for these loops,
+    # a charge per miss inflated to match. Charged in full with every SM busy and in
+    # proportion to the busy SMs otherwise (thirteenth pass: a CTA's cycles follow the
+    # GPU-wide miss share, and on 12-88 busy SMs the load-only loop pulls the hit-only rate
+    # with 9-29% of its bytes missing; experiments/NOTES.md 33, 46, 47). The mechanism is
+    # [assumed].
+    l2_miss_port_factor: float = 0.4
     # ---- the GPU-wide timeline (sim/timeline.py; eleventh pass) ----
     # The same port cost of a missed byte, but counted on the misses the timeline itself
-    # makes (l2_miss_port_factor above was fitted on the per-wave estimate, which run 19
-    # found 2.7-3.7x below the load loops' real misses). [measured] 0.5: the value in
+    # makes (l2_miss_port_factor above is fitted on sim/convoy.py's misses; it was 1.1 on the
+    # per-wave estimate, 2.7-3.7x below the load loops' real misses). [measured] 0.5: the value in
     # 0.3..0.8 (steps of 0.1) whose largest error on the four 128x128x64 load-only loops
     # (load_loop.csv: s1..s4 at 6/3/2/1 CTAs/SM, 1.785/1.877/1.989/2.065 ms) is smallest, with
     # the LRU of l2_lru_bytes: +1.9/+2.0/-1.3/-0.7% (0.4: max 5.7%, 0.6: max 7.1%; the same
     # choice with 50 MB). Only those loops' times are used
     # (`python -m experiments.timeline_bytes --calibrate`).
     timeline_miss_port_factor: float = 0.5
-    # How much the durations of CTAs that nothing holds together vary (coefficient of
-    # variation), for sim/convoy.py's replay of a free-running grid. [measured] run 57
-    # (logs/run57, NVIDIA H200, driver 580.159.04): the rings V2, V2-local and V3 s3 in a
-    # grouped raster, where they keep their L2 reuse (so the spread is not an effect of lost
-    # reuse), three launches each: the median over the nine launches of the median over full
-    # waves after the first of the within-wave CV of CTA duration, 7.0% (5.3-7.7%); the
-    # kernels held in convoy stay at 0.9-1.6% (`python -m experiments.drift --free-cv`).
-    free_running_cta_cv: float = 0.070
+    # How the durations of CTAs that nothing holds together spread, for sim/convoy.py's replay
+    # of a free-running grid: a few SMs run them faster, for the whole launch, and each CTA
+    # varies on its own besides. [measured] run 57 (logs/run57, NVIDIA H200, driver
+    # 580.159.04): the rings V2, V2-local and V3 s3 in a grouped raster, where they keep their
+    # L2 reuse (so the spread is not an effect of lost reuse), three launches each, median over
+    # the nine: 12 SMs (six TPC pairs) whose CTAs take 0.816 x the other SMs' (0.78-0.88; the
+    # other 120 within 1-2% of one another; the same SMs in every launch), and per CTA, with
+    # the SM's factor and the slowdown all SMs share (running mean over 32 CTAs in start
+    # order) divided out, a CV of 3.35% (3.1-3.5%). Held kernels show no fast SMs and ~1%
+    # (`python -m experiments.drift --free-cv`; experiments/NOTES.md 76). Which SM ids are
+    # fast does not move the replayed bytes (their number does), so the profile keeps the
+    # count; the H100 profile assumes the H200's (the same 132-SM GH100 configuration).
+    free_running_fast_sms: int = 12
+    free_running_fast_sm_factor: float = 0.816
+    free_running_cta_cv: float = 0.0335
     # Relative time one SM's L2 -> SM feed takes for the same bytes, per SM id (mean 1): the
     # L2 feed is not the same on every SM. [measured] sim/profiles/<gpu>.json, written by
     # `python -m experiments.sm_feed_map` from the per-CTA stamps of three load-only loops

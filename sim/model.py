@@ -64,7 +64,7 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
             loads: bool = True, mmas: bool = True, ctas_per_sm: int | None = None,
             hbm_read_bytes: float | None = None,
             hbm_read_source: str = "model-only what-if", clock: str = "profile",
-            reuse: str = "per-wave") -> Prediction:
+            reuse: str = "convoy") -> Prediction:
     """Predict one kernel launch. Raises ScheduleError for a schedule that cannot run.
 
     `loads=False` (model only): the load-free microbenchmark -- gemm/kernels/ring.py, mma_loop_only for
@@ -84,13 +84,13 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
     `clock`: "profile" runs at the profile's one sustained clock; "earned" at the clock this
     schedule's own activity earns (sim/clock.py: its tensor use per clock and its L2 and DRAM
     traffic, the model's own, solved against the profile's clock form).
-    `reuse`: how the HBM read bytes of a GEMM are counted when `hbm_read_bytes` is not given.
-    "per-wave" (the default): each panel once per wave. "convoy" (sim/convoy.py): per wave
-    while a miss's extra latency holds the panel's sharers together (V1, shallow rings), else
-    what a grid of free-running CTAs reads (their measured spread, scheduled and replayed
-    through L2): right about which kernels lose their reuse, 7-55% high on how much
-    (experiments/NOTES.md 72), so not yet the default. The load-only and WGMMA-only loops
-    always count per wave."""
+    `reuse`: how the HBM read bytes are counted when `hbm_read_bytes` is not given.
+    "convoy" (the default; sim/convoy.py): per wave while a miss's extra latency holds the
+    panel's sharers together (V1, shallow rings), else what a grid of free-running CTAs reads
+    (their measured spread, scheduled and replayed through L2): right about which kernels lose
+    their reuse for 43 of 55 GEMMs in the column and row rasters (held kernels leak at long K),
+    within 0.27 in |ln| of how much where they lose it (experiments/NOTES.md 72-79). "per-wave": each panel once per wave, as if every kernel were held. The load-only
+    loops count as the GEMMs do; the WGMMA-only loops (no loads after the first fill) per wave."""
     if reuse not in ("convoy", "per-wave"):
         raise ScheduleError(f"reuse must be 'convoy' or 'per-wave', got {reuse!r}")
     if clock == "earned":
@@ -120,8 +120,8 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
     wv = waves(tm * tn, prof.sm_count, c)
     traffic = memory_traffic(s, m, n, k, wv["per_wave"])
     notes = list(notes or [])
-    if hbm_read_bytes is None and reuse == "convoy" and loads and mmas:
-        held = convoy.reuse(s, m, n, k, prof, c)
+    if hbm_read_bytes is None and reuse == "convoy" and loads:
+        held = convoy.reuse(s, m, n, k, prof, c, mmas=mmas)
         notes.append(held["note"])
         if not held["held"]:
             traffic = _with_hbm_read(traffic, held["hbm_read_bytes"])
@@ -222,11 +222,11 @@ def _predict_at_earned_clock(schedule, m, n, k, gpu, **options) -> Prediction:
         raise ScheduleError(f"profile {prof.name!r} has no clock form (clock_form_coef): "
                             "use clock='profile' or calibrate it (python -m experiments.fit_clock_form .. --write)")
     top = prof.wgmma_clock_top_ghz if options.get("mmas", True) else prof.clock_max_ghz
-    if options["reuse"] == "convoy" and options["hbm_read_bytes"] is None and options["loads"] and options["mmas"]:
+    if options["reuse"] == "convoy" and options["hbm_read_bytes"] is None and options["loads"]:
         # whether the convoy holds is decided once, at the profile's clock (a bisection whose
         # bytes jumped between its steps would not converge)
         c = options["ctas_per_sm"] or residency(schedule, prof)["ctas_per_sm"]
-        held = convoy.reuse(schedule, m, n, k, prof, c)
+        held = convoy.reuse(schedule, m, n, k, prof, c, mmas=options.get("mmas", True))
         options = {**options, "reuse": "per-wave", "notes": [*(options["notes"] or []), held["note"]]}
         if not held["held"]:
             options.update(hbm_read_bytes=held["hbm_read_bytes"], hbm_read_source="free-running CTAs (sim/convoy.py)")

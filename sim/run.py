@@ -55,9 +55,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--grid-timeline", action="store_true",
                    help="run the GPU-wide K-step timeline (sim/timeline.py, a few seconds): its HBM bytes "
                         "replace the per-wave estimate, and its span and spread are reported")
-    p.add_argument("--convoy", action="store_true",
-                   help="count the HBM bytes with sim/convoy.py: per wave while a miss's latency holds a panel's "
-                        "sharers together, else those of free-running CTAs replayed through L2 (about 0.2 s)")
+    p.add_argument("--per-wave", action="store_true",
+                   help="count the HBM bytes as if every panel's sharers read it together (once per wave), "
+                        "instead of sim/convoy.py's default: per wave while a miss's latency holds them "
+                        "together, else those of free-running CTAs replayed through L2 (about 0.2 s)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--trace", metavar="FILE", help="write one CTA's timeline as a Chrome/Perfetto trace")
     p.add_argument("--stages-table", action="store_true",
@@ -146,20 +147,20 @@ def main(argv=None) -> int:
         s, notes = build_schedule(a)
         hbm = None if a.hbm_read_gb is None else a.hbm_read_gb * 1e9
         grid = None
-        if sum((a.grid_timeline, a.convoy, hbm is not None)) > 1:
-            raise ScheduleError("--grid-timeline, --convoy and --hbm-read-gb each set the HBM bytes: give one")
+        if sum((a.grid_timeline, a.per_wave, hbm is not None)) > 1:
+            raise ScheduleError("--grid-timeline, --per-wave and --hbm-read-gb each set the HBM bytes: give one")
         if a.grid_timeline:
-            predict(s, a.m, a.n, a.k, gpu=gpu, dtype=a.dtype)  # refuses what cannot run
+            predict(s, a.m, a.n, a.k, gpu=gpu, dtype=a.dtype, reuse="per-wave")  # refuses what cannot run
             grid = timeline_summary(s, a.m, a.n, a.k, gpu)
             hbm = grid["hbm_read_bytes"]
-        if hbm is None and prefetch_depth(s) >= 2 and not a.convoy:
-            notes.append("HBM bytes per wave: the CTAs that share a panel are assumed to read it together; with "
-                         "loads 2+ K steps ahead they can drift apart (the H200's V2 read 1.2-1.9x these bytes "
-                         "in ten of ten launches, experiments/NOTES.md item 34); --convoy or --grid-timeline estimates it")
+        if a.per_wave and prefetch_depth(s) >= 2:
+            notes.append("HBM bytes per wave (--per-wave): the CTAs that share a panel are assumed to read it "
+                         "together; with loads 2+ K steps ahead they can drift apart (the H200's V2 read 1.2-1.9x "
+                         "these bytes in ten of ten launches, experiments/NOTES.md item 34)")
         p = predict(s, a.m, a.n, a.k, gpu=gpu, dtype=a.dtype, trace=bool(a.trace), notes=notes,
                     hbm_read_bytes=hbm, hbm_read_source="the GPU-wide timeline (--grid-timeline)"
                     if grid else "model-only what-if", clock="earned" if a.earned_clock else "profile",
-                    reuse="convoy" if a.convoy else "per-wave")
+                    reuse="per-wave" if a.per_wave else "convoy")
         table = stages_table(s, a, gpu) if a.stages_table else None
     except ScheduleError as e:
         ap.exit(2, f"{ap.prog}: error: {e}\n")

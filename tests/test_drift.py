@@ -59,3 +59,19 @@ def test_the_sides_split_where_nothing_holds_the_ctas_together():
         ln = drift.launch("run57", name)
         assert drift.max_side_split(ln) >= 0.04, name
         assert ln["ncu_gb"] < 1.1 * 1.46, name   # per-wave bytes 1.46 GB at 2 CTAs per SM, grouped
+
+
+def test_the_profiles_free_running_spread_is_run_57s():
+    """sim/hardware.py's free_running_* fields are what `python -m experiments.drift --free-cv`
+    takes from run 57's rings in a grouped raster: 12 fast SMs (the same ones in every launch)
+    at 0.816 x the others, 3.35% per CTA; the held kernels (V1, V3 s2) show no fast SM
+    (experiments/NOTES.md 76)."""
+    from sim.hardware import load_profile
+    r = drift.free_running_spread()
+    prof = load_profile("h200-sxm")
+    assert r["free_running_fast_sms"] == prof.free_running_fast_sms == 12
+    assert r["free_running_fast_sm_factor"] == pytest.approx(prof.free_running_fast_sm_factor, abs=0.001)
+    assert r["free_running_cta_cv"] == pytest.approx(prof.free_running_cta_cv, abs=0.0005)
+    assert r["between_launches"] > 0.9 and len(r["fast_sm_ids"]) == 12
+    held = [p for nm, p in r["by_launch"].items() if nm.split("#")[0] in ("v1", "v3 s2", "v1 grouped", "v3 s2 grouped")]
+    assert len(held) == 12 and all(p["fast_sms"] == 0 for p in held)

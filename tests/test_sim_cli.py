@@ -68,8 +68,8 @@ def test_impossible_schedule_is_a_clear_error():
 
 def test_hbm_read_what_if():
     """--hbm-read-gb replaces the model's HBM estimate (say, by Nsight Compute's count) and says so."""
-    base = json.loads(run("--json").stdout)
-    r = run("--json", "--hbm-read-gb", "3.98")
+    base = json.loads(run("--json", "--version", "v1").stdout)  # held in convoy: 1.77 GB per wave
+    r = run("--json", "--version", "v1", "--hbm-read-gb", "3.98")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert d["bytes"]["hbm_read_bytes"] == int(3.98e9) and d["bytes"]["l2_hit_rate"] < base["bytes"]["l2_hit_rate"]
@@ -109,27 +109,23 @@ def test_grid_timeline():
     assert bad.returncode == 2 and "accumulator registers" in bad.stderr
 
 
-def test_convoy():
-    """--convoy counts the seed's V2 as free-running (more HBM bytes than per wave, and says
-    why) and V1 as held in convoy; it sets the HBM bytes, so it refuses --hbm-read-gb."""
-    ring = json.loads(run("--json", "--convoy").stdout)
-    per_wave = json.loads(run("--json").stdout)
+def test_convoy_is_the_default_and_per_wave_a_flag():
+    """By default the HBM bytes come from sim/convoy.py: the seed's V2 runs free (more HBM bytes
+    than per wave, and says why), V1 is held in convoy. --per-wave counts every panel once per
+    wave and says what that assumes (for a ring whose loads run 2+ K steps ahead, not V1); it
+    sets the HBM bytes, so it refuses --hbm-read-gb."""
+    ring = json.loads(run("--json").stdout)
+    per_wave = json.loads(run("--json", "--per-wave").stdout)
     assert ring["bytes"]["hbm_read_bytes"] > 2 * per_wave["bytes"]["hbm_read_bytes"]
     assert any("free-running" in n for n in ring["notes"]) and ring["tflops"] < per_wave["tflops"]
-    v1 = json.loads(run("--json", "--convoy", "--version", "v1").stdout)
+    assert any("HBM bytes per wave" in n for n in per_wave["notes"])
+    assert not any("HBM bytes per wave" in n for n in ring["notes"])
+    v1 = json.loads(run("--json", "--version", "v1").stdout)
     assert any("held in convoy" in n for n in v1["notes"])
-    both = run("--convoy", "--hbm-read-gb", "3")
+    v1_per_wave = json.loads(run("--json", "--version", "v1", "--per-wave").stdout)
+    assert v1_per_wave["tflops"] == v1["tflops"] and not any("HBM bytes per wave" in n for n in v1_per_wave["notes"])
+    both = run("--per-wave", "--hbm-read-gb", "3")
     assert both.returncode == 2 and "give one" in both.stderr and "Traceback" not in both.stderr
-
-
-def test_per_wave_bytes_caveat_for_rings_only():
-    """A schedule whose loads run 2+ K steps ahead gets a note that its HBM bytes assume the
-    sharers keep together; V1 (one step) does not, nor a run whose bytes are given."""
-    ring = json.loads(run("--json").stdout)
-    serial = json.loads(run("--json", "--version", "v1").stdout)
-    given = json.loads(run("--json", "--hbm-read-gb", "3").stdout)
-    assert any("HBM bytes per wave" in n for n in ring["notes"])
-    assert not any("HBM bytes per wave" in n for n in serial["notes"] + given["notes"])
 
 
 def test_a_flag_at_the_presets_value_is_still_the_preset():

@@ -112,13 +112,13 @@ def test_predict_at_the_earned_clock():
     assert any("earned" in n for n in p.notes)
 
 
-@pytest.mark.xfail(strict=True, reason="with the model's own activity V2 earns 1.54 GHz against 1.25 measured "
-                   "(run 48): its DRAM bytes are the per-wave estimate (0.93 TB/s against 2.78 under the profiler) "
-                   "and its L2->SM port, in ns, lets its tensor use per clock fall to 0.70 at that clock (0.85 "
-                   "measured); given the measured bytes it earns 1.37 (NOTES 59)")
 def test_predict_at_the_earned_clock_for_v2():
+    """With its own activity V2 earns 1.27 GHz against 1.25 counted (run 48). Was 1.54 while the
+    model counted its DRAM bytes per wave (0.93 TB/s against 2.78 under the profiler): the
+    convoy model's free-running bytes (4.46 GB) supply the DRAM term (NOTES 59, 77)."""
     p = sim.predict(preset("v2"), gpu="h200-sxm", clock="earned")
     assert p.clock_ghz == pytest.approx(1.246, rel=0.05)
+    assert any("free-running" in n for n in p.notes)
 
 
 def test_earned_clock_needs_a_form():
@@ -138,21 +138,33 @@ def port():
 def test_port_from_the_loops_alone(port):
     """Hit rate from the L2-resident loops (3, 2, 1 CTAs per SM; run 51), a miss's cost from the
     DRAM-heavy 8192^3 loops (run 48): 195 B/ns (83 GB/s per SM for 128-B rows) and 1.0, every loop
-    within 5%; the profile's port (160 B/ns, 1.1, fitted with the per-wave misses) is 5-16% slow on them."""
+    within 5%. The profile's port (160 B/ns and a miss charge of 0.4, fitted with the misses the
+    model gives the loops) is -2..+5% on the DRAM-heavy loops given their measured misses, and
+    4-14% slow on the L2-resident ones (it was 5-16% slow on all seven with 1.1)."""
     assert port["fitted"] == {"l2_sm_bytes_per_ns": 195.0, "l2_miss_port_factor": 1.0}
     loops = [r for r in port["rows"].values() if "loops" in r["set"]]
     assert len(loops) == 7 and all(abs(r["fitted"]) < 0.05 for r in loops)
-    assert all(0.04 < r["profile"] < 0.16 for r in loops)
+    assert all(-0.03 < r["profile"] < 0.06 for r in loops if r["set"] == "DRAM-heavy loops")
+    assert all(0.03 < r["profile"] < 0.15 for r in loops if r["set"] == "L2-resident loops")
 
 
 def test_port_from_the_loops_holds_out_the_gemms(port):
     """Run 48's 18 GEMMs at their counted clocks with their measured DRAM bytes: median 3.4% with
-    the loops' port against 8.2% with the profile's. Not adopted: with the per-wave bytes the
-    default path uses, the rings that lose their reuse come out fast (compare.py held out 6.0 ->
-    8.9%; experiments/NOTES.md 62)."""
+    the loops' port, 4.7% with the profile's (8.2% while its miss charge was 1.1, fitted with
+    the per-wave misses; experiments/NOTES.md 62, 77)."""
     gemms = [r for r in port["rows"].values() if r["set"] == "GEMMs (held out)"]
     assert len(gemms) == 18
-    assert st.median(abs(r["fitted"]) for r in gemms) < 0.04 < 0.07 < st.median(abs(r["profile"]) for r in gemms)
+    assert st.median(abs(r["fitted"]) for r in gemms) < 0.04
+    assert st.median(abs(r["profile"]) for r in gemms) < 0.055
+
+
+def test_the_profiles_miss_charge_is_fitted_with_the_models_own_misses():
+    """l2_miss_port_factor is what `python -m experiments.fit_port --model-misses` gives: the
+    three calibration loops with the HBM bytes predict() gives them, minimax (0.2-0.5 tie at
+    2.2%), ties by their rms (experiments/NOTES.md 77)."""
+    r = fit_port.miss_factor_with_model_misses()
+    assert r["l2_miss_port_factor"] == load_profile("h200-sxm").l2_miss_port_factor == 0.4
+    assert r["worst"][0.4] < 0.025 and r["worst"][1.1] > 0.08  # the old charge is 8.6% off with these misses
 
 
 def test_the_chain_given_dram_bytes_orders_the_seeds_kernels(port):
@@ -203,21 +215,25 @@ def test_which_rings_lose_their_l2_reuse():
 
 
 def test_dram_scoreboard_for_a_model_of_lost_reuse():
-    """The 44 GEMMs of runs 48, 52-54 and 58 (experiments/results/h200-sxm/dram_reuse.csv): the
-    per-wave estimate lands in the measured range (+-3%) for 18, the GPU-wide timeline for 18, the
-    convoy model (sim/convoy.py) for 20; the convoy model says which keep their reuse and which
-    lose it for 27 of the 29 column- and row-raster GEMMs it was drawn from and 6 of the 8 of run 58,
-    chosen and predicted after it (experiments/NOTES.md 72-73). A model of the reuse rings lose
-    should raise these (a ratchet: the counts may only grow)."""
+    """The 62 GEMMs of runs 48, 52-54, 58, 61 and 62 (experiments/results/h200-sxm/dram_reuse.csv):
+    the per-wave estimate lands in the measured range (+-3%) for 25, the GPU-wide timeline for 27,
+    the convoy model (sim/convoy.py, predict's default) for 34; on the 37 that lost reuse its
+    median |ln(model / measured median)| is 0.27 (per-wave 0.50, timeline 0.28). It says which
+    keep their reuse and which lose it for 27 of the 29 column- and row-raster GEMMs it was drawn
+    from and 16 of the 26 of runs 58, 61 and 62, chosen and predicted after it (runs 61-62 off
+    8192^3: held kernels leak at long K, and not in the order of the latency they hide;
+    experiments/NOTES.md 72-73, 76-79). A ratchet: the counts may only grow, the error only fall."""
     rows = dram_reuse.dram_against_models(LOGS)
-    assert len(rows) == 44
-    assert sum(dram_reuse.within(r, "per_wave_gb") for r in rows) >= 18
-    assert sum(dram_reuse.within(r, "timeline_gb") for r in rows) >= 18
-    assert sum(dram_reuse.within(r, "convoy_gb") for r in rows) >= 20
+    assert len(rows) == 62
+    assert sum(dram_reuse.within(r, "per_wave_gb") for r in rows) >= 25
+    assert sum(dram_reuse.within(r, "timeline_gb") for r in rows) >= 27
+    assert sum(dram_reuse.within(r, "convoy_gb") for r in rows) >= 34
+    lost = [r for r in rows if not r["measured_kept"]]
+    assert len(lost) == 37 and dram_reuse.median_log_error(lost, "convoy_gb") < 0.28
     drawn_from = [r for r in rows if "grouped" not in r["kernel"] and not r["convoy_held_out"]]
     held_out = [r for r in rows if r["convoy_held_out"]]
     assert len(drawn_from) == 29 and dram_reuse.classified(drawn_from) >= 27
-    assert len(held_out) == 8 and dram_reuse.classified(held_out) >= 6
+    assert len(held_out) == 26 and dram_reuse.classified(held_out) >= 16
 
 
 def test_padded_rows_cut_part_of_the_rings_lost_reuse():

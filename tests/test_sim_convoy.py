@@ -1,6 +1,8 @@
 """CPU tests of sim/convoy.py: which schedules the miss holds in convoy, and the bytes of
-free-running grids (experiments/NOTES.md 72; the measured facts are the Nsight Compute DRAM
+free-running grids (experiments/NOTES.md 72, 76; the measured facts are the Nsight Compute DRAM
 bytes of runs 48 and 52-54, experiments/results/h200-sxm/dram_reuse.csv)."""
+import dataclasses
+
 import pytest
 
 import sim
@@ -46,9 +48,21 @@ def test_free_running_column_grid_loses_the_reuse_and_a_grouped_one_keeps_it():
 
 
 def test_free_running_bytes_grow_with_the_spread():
+    """No fast SM and no spread: the per-wave bytes. Each of the two alone loses part of the
+    reuse, and more spread loses more."""
     v2 = preset("v2")
-    gb = [convoy.free_running_bytes(v2, N, N, N, H200, 3, cv=cv) for cv in (0.0, 0.03, 0.07)]
-    assert gb == sorted(gb) and gb[0] < 1.05 * memory_traffic(v2, N, N, N, 3 * H200.sm_count)["hbm_read_bytes"]
+    even = dataclasses.replace(H200, free_running_fast_sms=0)
+    per_wave = memory_traffic(v2, N, N, N, 3 * H200.sm_count)["hbm_read_bytes"]
+    gb = [convoy.free_running_bytes(v2, N, N, N, even, 3, cv=cv) for cv in (0.0, 0.03, 0.07)]
+    assert gb == sorted(gb) and gb[0] < 1.05 * per_wave < gb[1]
+    fast_only = convoy.free_running_bytes(v2, N, N, N, H200, 3, cv=0.0)
+    assert 1.2 * per_wave < fast_only < convoy.free_running_bytes(v2, N, N, N, H200, 3)
+
+
+def test_fast_sms_spread_over_the_dispatch_order():
+    factor = convoy.free_running_sm_factor(H200)
+    assert (factor < 1).sum() == H200.free_running_fast_sms == 12
+    assert set(factor) == {1.0, H200.free_running_fast_sm_factor}
 
 
 def test_predict_with_convoy_reuse():
@@ -56,8 +70,9 @@ def test_predict_with_convoy_reuse():
     assert held.bytes["hbm_read_bytes"] == sim.predict(preset("v1"), N, N, N, gpu="h200-sxm").bytes["hbm_read_bytes"]
     assert any("held in convoy" in note for note in held.notes)
     free = sim.predict(preset("v2"), N, N, N, gpu="h200-sxm", reuse="convoy")
-    per_wave = sim.predict(preset("v2"), N, N, N, gpu="h200-sxm")
+    per_wave = sim.predict(preset("v2"), N, N, N, gpu="h200-sxm", reuse="per-wave")
     assert free.bytes["hbm_read_bytes"] > 2.5 * per_wave.bytes["hbm_read_bytes"]
+    assert free.bytes["hbm_read_bytes"] == sim.predict(preset("v2"), N, N, N, gpu="h200-sxm").bytes["hbm_read_bytes"]
     assert free.tflops < per_wave.tflops and any("free-running" in note for note in free.notes)
     earned = sim.predict(preset("v2"), N, N, N, gpu="h200-sxm", reuse="convoy", clock="earned")
     assert earned.bytes["hbm_read_bytes"] == free.bytes["hbm_read_bytes"]  # decided once, at the profile clock

