@@ -77,9 +77,7 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
     microbenchmark kernels use ~24 registers, so only shared memory limits them); it may not
     exceed the shared-memory, thread or block limit.
     `hbm_read_bytes` (model only, a what-if): the A and B bytes read from HBM, e.g. Nsight
-    Compute's dram__bytes_read of the real kernel, instead of the model's estimate (each panel
-    once per wave that uses it, which assumes the CTAs sharing a panel read each K slice close
-    together in time; experiments/NOTES.md items 17-19 show prefetching kernels that do not);
+    Compute's dram__bytes_read of the real kernel, instead of the model's estimate (`reuse`);
     `hbm_read_source` names where they come from in the prediction's notes.
     `clock`: "profile" runs at the profile's one sustained clock; "earned" at the clock this
     schedule's own activity earns (sim/clock.py: its tensor use per clock and its L2 and DRAM
@@ -89,8 +87,9 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
     panel's sharers together (V1, shallow rings), else what a grid of free-running CTAs reads
     (their measured spread, scheduled and replayed through L2): right about which kernels lose
     their reuse for 43 of 55 GEMMs in the column and row rasters (held kernels leak at long K),
-    within 0.27 in |ln| of how much where they lose it (experiments/NOTES.md 72-79). "per-wave": each panel once per wave, as if every kernel were held. The load-only
-    loops count as the GEMMs do; the WGMMA-only loops (no loads after the first fill) per wave."""
+    within 0.27 in |ln| of how much where they lose it (experiments/NOTES.md 72-79).
+    "per-wave": each panel once per wave, as if every kernel were held. The load-only loops
+    count as the GEMMs do; the WGMMA-only loops (no loads after the first fill) per wave."""
     if reuse not in ("convoy", "per-wave"):
         raise ScheduleError(f"reuse must be 'convoy' or 'per-wave', got {reuse!r}")
     if clock == "earned":

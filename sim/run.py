@@ -51,10 +51,10 @@ def parser() -> argparse.ArgumentParser:
                         "sets a GEMM's clock from its first launches), not the profile's one clock")
     p.add_argument("--hbm-read-gb", type=float, metavar="GB",
                    help="what-if: the A/B bytes read from HBM (e.g. Nsight Compute's dram__bytes_read), "
-                        "instead of the model's per-wave estimate")
+                        "instead of the model's estimate")
     p.add_argument("--grid-timeline", action="store_true",
                    help="run the GPU-wide K-step timeline (sim/timeline.py, a few seconds): its HBM bytes "
-                        "replace the per-wave estimate, and its span and spread are reported")
+                        "replace the model's estimate, and its span and spread are reported")
     p.add_argument("--per-wave", action="store_true",
                    help="count the HBM bytes as if every panel's sharers read it together (once per wave), "
                         "instead of sim/convoy.py's default: per wave while a miss's latency holds them "

@@ -2,6 +2,7 @@
 import pytest
 
 import sim
+from experiments.fit_port import LOAD_LOOP_CALIBRATION
 from gemm.schedule import PRESETS, ScheduleError, preset
 from sim.engines import memory_traffic, residency, waves
 from sim.hardware import load_profile
@@ -309,8 +310,7 @@ def test_loads_off_is_model_only_and_never_slower():
 
 # ---- the load-only loop microbenchmark (gemm/kernels/ring.py, load_loop_only; experiments/results/h200-sxm/load_loop.csv) ----
 # 128x128x64 at 3 and 1 CTAs/SM and 128x128x16 (request-bound) set l2_sm_bytes_per_ns, l2_miss_port_factor
-# and l2_request_ns (sim/hardware.py); the others are held out
-LOAD_LOOP_CALIBRATION = ("load loop 128x128x64 s2", "load loop 128x128x64 s4", "load loop 128x128x16 s2")
+# and l2_request_ns (sim/hardware.py), experiments.fit_port.LOAD_LOOP_CALIBRATION; the others are held out
 
 
 def _load_loop_rows():
