@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .schedule import Schedule, kernel_gaps, preset
+from .schedule import KernelGapError, Schedule, kernel_gaps, preset
 
 DTYPES = ("float16", "bfloat16")
 # Until the autotuner exists: the fastest schedule measured on the H200 at 8192^3
@@ -101,7 +101,7 @@ def _checked(schedule, stages, version) -> Schedule:
         s = DEFAULT_SCHEDULE
     gaps = kernel_gaps(s)
     if gaps:
-        raise NotImplementedError(f"schedule {s.name!r} has no kernel yet: {'; '.join(gaps)}; "
+        raise KernelGapError(f"schedule {s.name!r} has no kernel yet: {'; '.join(gaps)}; "
                                   "python -m sim.run predicts it")
     return s
 

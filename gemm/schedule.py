@@ -11,23 +11,23 @@ the same kernel.
 Pure Python: importing this module must not import numba or cupy.
 
 The presets follow the tutorial series (see the seed chapter,
-shared/seed/hopper-matmul-v2-tutorial.txt):
+shared/seed/hopper-matmul-v2-tutorial.txt, and docs/kernels.md):
 
   v1  serial: load a K tile with TMA, wait, sync, WGMMA, wait, sync.
   v2  ring buffer of `stages` K tiles, runtime stage index, two block-wide
       syncs per iteration, wait_group(0) every iteration.
   v3  warp-specialized: a producer warp and one consumer warpgroup talk through
       full/empty mbarriers; no block-wide sync; one (stage, phase) per role.
-      2 stages: the depth measured fastest at 128x128x64 on the H200 (4 stages, one CTA
-      per SM, is 28% slower; experiments/NOTES.md item 14). The seed does not give V3's.
-  v4  v3 with two consumer warpgroups (a 128-row tile each warpgroup 64 rows); 2 stages,
-      likewise.
+      2 stages: the depth measured fastest at 128x128x64 on the H200.
+  v4  v3 with two consumer warpgroups (a 128-row tile each warpgroup 64 rows); 2 stages.
   v5  v4 keeping one WGMMA group in flight across iterations.
-  v6  v5 with a larger 128x256 tile, grouped raster order and a TMA-store epilogue.
+  v6  the tutorial series' V6: 256x256 over two consumer warpgroups with fp16
+      accumulators, a producer warpgroup (setmaxnreg) and a TMA-store epilogue.
+  v7  persistent: one CTA per SM walks the tiles, clusters of two share B by TMA
+      multicast, setmaxnreg, 128x256 over two warpgroups, TMA-store epilogue.
 
-The Numba kernels cover the serial, ring and specialized families (V1-V5);
-`kernel_gaps(schedule)` names what a schedule asks for that no kernel does yet
-(the TMA-store epilogue, more than one producer warp). The model covers them all.
+`kernel_gaps(schedule)` names what a valid schedule asks for that no kernel builds;
+the model covers every valid schedule.
 """
 from __future__ import annotations
 
@@ -35,43 +35,28 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-# --- Hardware limits the schedule must respect (Hopper, compute capability 9.0) ---
-# Largest dynamic shared memory one block may opt into: 227 KB (CUDA programming
-# guide, "Compute capability 9.0": 228 KB per SM, of which 1 KB is reserved per block).
-MAX_SHARED_BYTES_PER_BLOCK = 227 * 1024
-SHARED_BYTES_PER_SM = 228 * 1024
-RESERVED_SHARED_BYTES_PER_BLOCK = 1024
-# 64K 32-bit registers per SM, at most 255 per thread.
-REGISTERS_PER_SM = 65536
-MAX_REGISTERS_PER_THREAD = 255
-MAX_THREADS_PER_SM = 2048
-# The register file is split among the SM's four warp schedulers (16K registers each); a
-# warp's registers are allocated in units of 256 and a CTA's warps are dealt round robin.
-SCHEDULERS_PER_SM = 4
-REGISTER_ALLOCATION_UNIT = 256
-MAX_BLOCKS_PER_SM = 32
-# fp32 accumulator registers one thread may hold. The rest of the 255 carry
-# addresses, descriptors, loop state and the epilogue; above this ptxas spills
-# (a 128x256 fp32 tile in one warpgroup needs 256 per thread and does not fit).
-MAX_ACCUMULATOR_REGISTERS = 192
-
-# WGMMA shape: a warpgroup computes m64 x nN x k16 per instruction (fp16/bf16 in).
-WGMMA_M = 64
-WGMMA_K = 16
-WGMMA_MAX_N = 256
-WARPGROUP_THREADS = 128
+from .limits import (CONSUMER_OVERHEAD_REGISTERS, INPUT_BYTES, MAX_ACCUMULATOR_REGISTERS,
+                     MAX_BLOCKS_PER_SM, MAX_CLUSTER_SIZE, MAX_REGISTERS_PER_THREAD,
+                     MAX_SHARED_BYTES_PER_BLOCK, MAX_THREADS_PER_SM, REGISTER_ALLOCATION_UNIT,
+                     REGISTERS_PER_SM, RESERVED_SHARED_BYTES_PER_BLOCK, SCHEDULERS_PER_SM,
+                     SETMAXNREG_MAX, SETMAXNREG_MIN, SETMAXNREG_STEP, SHARED_BYTES_PER_SM,
+                     WARPGROUP_THREADS, WGMMA_K, WGMMA_M, WGMMA_MAX_N, WGMMA_N_STEP)
 
 FAMILIES = ("serial", "ring", "specialized")
 KERNEL_FAMILIES = ("serial", "ring", "specialized")  # those with a Numba kernel
 RASTERS = ("row", "column", "grouped")
 EPILOGUES = ("direct", "tma")
 PHASE_STORAGE = ("register", "local")
-ACCUMULATE = ("float32",)
-INPUT_BYTES = 2  # fp16 / bf16
+ACCUMULATE = ("float32", "float16")
 
 
 class ScheduleError(ValueError):
     """A schedule that no Hopper kernel can run; the message names the limit."""
+
+
+class KernelGapError(ScheduleError, NotImplementedError):
+    """A valid schedule (the model predicts it) that no Numba kernel builds; the message
+    names what is missing (`kernel_gaps`)."""
 
 
 @dataclass(frozen=True)
@@ -91,14 +76,25 @@ class Schedule:
     consumer_warpgroups: int = 1    # warpgroups issuing WGMMA
     producer_warps: int = 0         # warps issuing only TMA (specialized: 1)
     wgmma_in_flight: int = 0        # N of wgmma.wait_group(N) in the main loop
-    # CTA launch order over the C tiles: "column" walks down M first, so the CTAs running side
-    # by side share a B panel. Measured on the H200 (experiments/NOTES.md item 16), at the
-    # same ratio to cuBLAS it is never worse than "row" and up to 1.75x better on wide tiles
-    # (64x256 V2); "grouped" lies between. Why, the model does not say.
+    # Order of the C tiles over launch order (or over a persistent CTA's walk): "row" walks
+    # along N first, "column" down M first (the CTAs running side by side share a B panel),
+    # "grouped" walks raster_group tile rows column by column. Column order was measured never
+    # worse than row order and up to 1.75x better on wide tiles (docs/research).
     raster: str = "column"
     raster_group: int = 8           # tiles per group when raster == "grouped"
     epilogue: str = "direct"        # "direct": registers -> global; "tma": via shared + TMA store
-    accumulate: str = "float32"
+    accumulate: str = "float32"     # WGMMA accumulator type; "float16" halves the registers
+    # --- the persistent, clustered kernel (specialized family) ---
+    persistent: bool = False        # a grid of one CTA per SM slot walks the C tiles; the producer
+                                    # loads the next tile while the consumers store this one
+    cluster_m: int = 1              # CTAs per cluster along M: they share each B tile, which TMA
+                                    # multicasts (each CTA loads 1/cluster_m of it)
+    cluster_n: int = 1              # along N: they share each A tile
+    producer_registers: int = 0     # setmaxnreg: the producer warpgroup shrinks to this many
+    consumer_registers: int = 0     # registers and the consumers grow to this (0: no setmaxnreg)
+    # --- parallelism for small grids ---
+    split_k: int = 1                # K cut into this many slices: fp32 partials, then a reduce
+    swap_ab: bool = False           # compute C^T = B^T A^T: a small M becomes WGMMA's N
     name: str = "custom"
 
     # ---- derived quantities (one place for both the kernels and the model) ----
@@ -124,8 +120,13 @@ class Schedule:
 
     @property
     def epilogue_bytes(self) -> int:
-        # the TMA-store epilogue stages the C tile (16-bit) in shared memory
-        return self.block_m * self.block_n * INPUT_BYTES if self.epilogue == "tma" else 0
+        """Shared memory the TMA-store epilogue stages C in (16-bit). A persistent kernel keeps
+        its own C tile, since the producer refills the ring meanwhile; otherwise the epilogue
+        reuses the drained ring and needs only what the ring lacks."""
+        if self.epilogue != "tma":
+            return 0
+        c_tile = self.block_m * self.block_n * INPUT_BYTES
+        return c_tile if self.persistent else max(0, c_tile - self.ring_bytes)
 
     @property
     def shared_bytes(self) -> int:
@@ -150,12 +151,33 @@ class Schedule:
 
     @property
     def accumulator_registers(self) -> int:
-        """fp32 accumulator registers per consumer thread."""
-        return self.rows_per_warpgroup * self.block_n // WARPGROUP_THREADS
+        """Accumulator registers per consumer thread (fp16 accumulators pack two to a register)."""
+        per_thread = self.rows_per_warpgroup * self.block_n // WARPGROUP_THREADS
+        return per_thread // 2 if self.accumulate == "float16" else per_thread
+
+    @property
+    def accumulator_limit(self) -> int:
+        """Accumulator registers a consumer thread can hold: setmaxnreg raises the default."""
+        return max(MAX_ACCUMULATOR_REGISTERS, self.consumer_registers - CONSUMER_OVERHEAD_REGISTERS)
 
     @property
     def wgmma_n(self) -> int:
         return self.block_n
+
+    @property
+    def cluster_size(self) -> int:
+        return self.cluster_m * self.cluster_n
+
+    @property
+    def uses_setmaxnreg(self) -> bool:
+        return self.consumer_registers > 0
+
+    @property
+    def launch_registers(self) -> int:
+        """Registers per thread when every thread of one CTA per SM starts with the same
+        count (the cap ptxas is given; setmaxnreg moves registers from there)."""
+        per_thread = min(SETMAXNREG_MAX, REGISTERS_PER_SM // self.threads)
+        return per_thread // SETMAXNREG_STEP * SETMAXNREG_STEP
 
     def ctas_per_sm(self) -> int:
         """Residency by shared memory and threads (registers are the model's job)."""
@@ -179,16 +201,20 @@ class Schedule:
         need(self.block_m > 0 and self.block_m % (WGMMA_M * self.consumer_warpgroups) == 0,
              f"block_m={self.block_m} must be a multiple of {WGMMA_M} x consumer_warpgroups "
              f"({WGMMA_M * self.consumer_warpgroups}): each warpgroup issues m64 WGMMAs")
-        need(self.block_n > 0 and self.block_n % 64 == 0 and self.block_n <= WGMMA_MAX_N,
-             f"block_n={self.block_n} must be a multiple of 64 and at most {WGMMA_MAX_N} "
-             "(one WGMMA covers the whole tile width; a 128-byte swizzle atom is 64 elements)")
+        n_step = 16 if self.epilogue == "tma" else WGMMA_N_STEP
+        need(self.block_n > 0 and self.block_n % n_step == 0 and self.block_n <= WGMMA_MAX_N,
+             f"block_n={self.block_n} must be a multiple of {n_step} and at most {WGMMA_MAX_N} "
+             "(one WGMMA, N a multiple of 8, covers the whole tile width"
+             + ("; the TMA-store epilogue writes C in 16-column stmatrix blocks)" if n_step == 16 else ")"))
         need(self.block_k > 0 and self.block_k % WGMMA_K == 0 and self.block_k <= 128,
              f"block_k={self.block_k} must be a multiple of {WGMMA_K} (the WGMMA K) and at most 128")
-        need(self.accumulator_registers <= MAX_ACCUMULATOR_REGISTERS,
-             f"a {self.block_m}x{self.block_n} fp32 tile over {self.consumer_warpgroups} warpgroup(s) "
-             f"needs {self.accumulator_registers} accumulator registers per thread; at most "
-             f"{MAX_ACCUMULATOR_REGISTERS} fit beside the kernel's other registers (limit "
-             f"{MAX_REGISTERS_PER_THREAD}); use more consumer warpgroups or a smaller tile")
+        need(self.accumulator_registers <= self.accumulator_limit,
+             f"a {self.block_m}x{self.block_n} {self.accumulate} tile over {self.consumer_warpgroups} "
+             f"warpgroup(s) needs {self.accumulator_registers} accumulator registers per thread; at "
+             f"most {self.accumulator_limit} fit beside the kernel's other registers (limit "
+             f"{MAX_REGISTERS_PER_THREAD}"
+             + (f", setmaxnreg {self.consumer_registers}" if self.uses_setmaxnreg else "")
+             + "); use more consumer warpgroups, setmaxnreg, fp16 accumulation or a smaller tile")
         need(self.shared_bytes <= MAX_SHARED_BYTES_PER_BLOCK,
              f"needs {self.shared_bytes} bytes of shared memory ({self.stages} stages x "
              f"{self.k_iteration_bytes} B + barriers/epilogue/alignment); a block may use at most "
@@ -218,6 +244,36 @@ class Schedule:
                  "the mbarrier and the sync publishes the arrival")
         if self.family == "specialized":
             need(self.producer_warps >= 1, "the specialized family needs a producer warp")
+        need(self.split_k >= 1, f"split_k must be >= 1, got {self.split_k}")
+        for axis, size in (("cluster_m", self.cluster_m), ("cluster_n", self.cluster_n)):
+            need(size >= 1 and size & (size - 1) == 0, f"{axis}={size} must be a power of two")
+        need(self.cluster_size <= MAX_CLUSTER_SIZE,
+             f"a cluster of {self.cluster_m}x{self.cluster_n} CTAs is above the portable maximum "
+             f"of {MAX_CLUSTER_SIZE}")
+        need(self.cluster_size == 1 or (self.family == "specialized" and self.persistent),
+             "clusters (TMA multicast) are a feature of the persistent specialized kernel")
+        need(not self.persistent or self.family == "specialized",
+             "persistent=True is a specialized-family (warp-specialized) kernel")
+        need((self.producer_registers > 0) == (self.consumer_registers > 0),
+             "setmaxnreg needs both producer_registers and consumer_registers (or neither)")
+        if self.uses_setmaxnreg:
+            for role, regs in (("producer", self.producer_registers), ("consumer", self.consumer_registers)):
+                need(SETMAXNREG_MIN <= regs <= SETMAXNREG_MAX and regs % SETMAXNREG_STEP == 0,
+                     f"{role}_registers={regs}: setmaxnreg takes a multiple of {SETMAXNREG_STEP} "
+                     f"in {SETMAXNREG_MIN}..{SETMAXNREG_MAX}")
+            need(self.family == "specialized" and self.producer_warps == 4,
+                 "setmaxnreg acts on whole warpgroups: the producer must be a warpgroup "
+                 "(producer_warps=4) of a specialized kernel")
+            total = (self.producer_registers * 32 * self.producer_warps
+                     + self.consumer_registers * WARPGROUP_THREADS * self.consumer_warpgroups)
+            need(total <= REGISTERS_PER_SM,
+                 f"registers per role: {self.producer_registers} x {32 * self.producer_warps} producer "
+                 f"+ {self.consumer_registers} x {WARPGROUP_THREADS * self.consumer_warpgroups} consumer "
+                 f"threads = {total} > the SM's {REGISTERS_PER_SM}")
+            need(self.consumer_registers >= self.launch_registers >= self.producer_registers,
+                 f"setmaxnreg moves registers from the producer ({self.producer_registers}) to the "
+                 f"consumers ({self.consumer_registers}); the kernel starts with "
+                 f"{self.launch_registers} per thread, which must lie between them")
         return self
 
 
@@ -234,15 +290,35 @@ def ctas_by_registers(registers: int, threads: int, registers_per_sm: int = REGI
 
 
 def kernel_gaps(s: Schedule) -> list[str]:
-    """What this (valid) schedule asks for that the Numba kernels do not build yet."""
+    """What this (valid) schedule asks for that the Numba kernels do not build. The
+    specialized family has two kernels: one producer warp (V3-V5, gemm/kernels/specialized.py)
+    and a producer warpgroup (V6 on: persistent, clusters, setmaxnreg, TMA-store epilogue,
+    gemm/kernels/persistent.py)."""
     gaps = []
     if s.family not in KERNEL_FAMILIES:
         gaps.append(f"the {s.family!r} family has no kernel (kernels: {', '.join(KERNEL_FAMILIES)})")
-    if s.epilogue != "direct":
-        gaps.append(f"epilogue={s.epilogue!r}: the kernels store C directly from registers "
-                    "(epilogue='direct')")
-    if s.family == "specialized" and s.producer_warps != 1:
-        gaps.append(f"producer_warps={s.producer_warps}: the specialized kernel has one producer warp")
+    warpgroup_producer = s.family == "specialized" and s.producer_warps == 4
+    if s.family == "specialized" and s.producer_warps not in (1, 4):
+        gaps.append(f"producer_warps={s.producer_warps}: the specialized kernels have one producer "
+                    "warp or one producer warpgroup (4)")
+    if not warpgroup_producer:
+        for field, value, default in (("epilogue", s.epilogue, "direct"), ("persistent", s.persistent, False),
+                                      ("accumulate", s.accumulate, "float32")):
+            if value != default:
+                gaps.append(f"{field}={value!r} is built only in the producer-warpgroup kernel "
+                            "(family='specialized', producer_warps=4)")
+    if s.cluster_size > 2:
+        gaps.append(f"a cluster of {s.cluster_size} CTAs: the kernel multicasts to pairs (cluster of 2)")
+    if s.cluster_m > 1 and s.cluster_n > 1:
+        gaps.append("a cluster along both M and N: the kernel multicasts one operand")
+    if s.accumulate == "float16" and s.split_k > 1:
+        gaps.append("split_k with fp16 accumulation: the partials are fp32")
+    if s.split_k > 1 and not warpgroup_producer:
+        gaps.append("split_k > 1 is built only in the producer-warpgroup kernel")
+    if s.swap_ab and not warpgroup_producer:
+        gaps.append("swap_ab is built only in the producer-warpgroup kernel")
+    if s.swap_ab and s.epilogue == "tma":
+        gaps.append("swap_ab writes C transposed from registers: epilogue='direct'")
     return gaps
 
 
@@ -260,9 +336,18 @@ PRESETS: dict[str, Schedule] = {
     "v5": _preset(name="v5", family="specialized", stages=4, syncs_per_iter=0,
                   runtime_stage_index=False, producer_warps=1, consumer_warpgroups=2,
                   wgmma_in_flight=1),
-    "v6": _preset(name="v6", family="specialized", block_n=256, stages=3, syncs_per_iter=0,
-                  runtime_stage_index=False, producer_warps=1, consumer_warpgroups=2,
-                  wgmma_in_flight=1, raster="grouped", epilogue="tma"),
+    # the tutorial series' V6: a 256x256 tile over two consumer warpgroups, which fits only
+    # with fp16 accumulators; C leaves through shared memory and a TMA store
+    "v6": _preset(name="v6", family="specialized", block_m=256, block_n=256, stages=3,
+                  syncs_per_iter=0, runtime_stage_index=False, producer_warps=4,
+                  consumer_warpgroups=2, wgmma_in_flight=0, raster="grouped", epilogue="tma",
+                  accumulate="float16", producer_registers=40, consumer_registers=232),
+    # the fastest fp32-accumulating kernel: persistent, a cluster of two CTAs along M sharing
+    # each B tile by TMA multicast, setmaxnreg, 128x256 over two warpgroups, TMA-store epilogue
+    "v7": _preset(name="v7", family="specialized", block_m=128, block_n=256, stages=3,
+                  syncs_per_iter=0, runtime_stage_index=False, producer_warps=4,
+                  consumer_warpgroups=2, wgmma_in_flight=0, raster="grouped", epilogue="tma",
+                  persistent=True, cluster_m=2, producer_registers=40, consumer_registers=232),
 }
 
 

@@ -58,10 +58,10 @@ def test_bad_schedule_choice():
         gemm.matmul(a, b, stages=0)
     with pytest.raises(ScheduleError, match="unknown version"):
         gemm.matmul(a, b, version="v0")
-    with pytest.raises(NotImplementedError, match="no kernel yet: epilogue='tma'"):
-        gemm.matmul(a, b, version="v6")
-    with pytest.raises(NotImplementedError, match="one producer warp"):
-        gemm.matmul(a, b, schedule=gemm.preset("v3", producer_warps=4))
+    with pytest.raises(ScheduleError, match="no kernel yet: a cluster of 4 CTAs"):
+        gemm.matmul(a, b, schedule=gemm.preset("v7", cluster_m=4))
+    with pytest.raises(NotImplementedError, match="one producer warpgroup"):
+        gemm.matmul(a, b, schedule=gemm.preset("v3", producer_warps=2))
     with pytest.raises(ValueError, match="either schedule= or version="):
         gemm.matmul(a, b, version="v2", schedule=gemm.preset("v2"))
 

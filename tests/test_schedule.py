@@ -24,7 +24,7 @@ def test_seed_case_numbers():
     (dict(stages=0), "stages must be >= 1"),
     (dict(stages=8), "227 KB"),
     (dict(block_m=96), "multiple of 64"),
-    (dict(block_n=100), "multiple of 64"),
+    (dict(block_n=100), "multiple of 8"),
     (dict(block_k=24), "multiple of 16"),
     (dict(block_n=256), "accumulator registers"),
     (dict(block_m=256), "accumulator registers"),

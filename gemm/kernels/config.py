@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from ..schedule import Schedule, kernel_gaps
+from ..schedule import KernelGapError, Schedule, kernel_gaps
 from ..smem_layout import OperandLayout, default_swizzle
 
 DTYPES = ("float16", "bfloat16")
@@ -34,7 +34,7 @@ class KernelConfig:
         self.schedule.validated()
         gaps = kernel_gaps(self.schedule)
         if gaps:
-            raise NotImplementedError(f"no kernel for schedule {self.schedule.name!r}: {'; '.join(gaps)}")
+            raise KernelGapError(f"no kernel for schedule {self.schedule.name!r}: {'; '.join(gaps)}")
         self.a_layout, self.b_layout  # raises if a tile does not fit its swizzle
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")

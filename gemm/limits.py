@@ -1,0 +1,53 @@
+"""The Hopper (compute capability 9.0) limits a GEMM schedule must respect, in one place.
+
+Every number here is a property of the chip or of the instructions the kernels use,
+from the CUDA programming guide ("Compute capability 9.0") and the PTX ISA. The
+schedule validates against them, the kernels size themselves by them and the
+simulator's profiles take them as defaults. Pure Python.
+"""
+
+# Shared memory: 228 KB per SM, of which 1 KB is reserved per resident block; a block
+# may opt into at most 227 KB of dynamic shared memory.
+SHARED_BYTES_PER_SM = 228 * 1024
+MAX_SHARED_BYTES_PER_BLOCK = 227 * 1024
+RESERVED_SHARED_BYTES_PER_BLOCK = 1024
+
+# Registers: 64K 32-bit registers per SM, at most 255 per thread. The register file is split
+# among the SM's four warp schedulers (16K each); a warp's registers are allocated in units
+# of 256 and a block's warps are dealt round robin.
+REGISTERS_PER_SM = 65536
+MAX_REGISTERS_PER_THREAD = 255
+SCHEDULERS_PER_SM = 4
+REGISTER_ALLOCATION_UNIT = 256
+
+# setmaxnreg (sm_90a): a warpgroup's new register count is a multiple of 8 in 24..256.
+SETMAXNREG_MIN, SETMAXNREG_MAX, SETMAXNREG_STEP = 24, 256, 8
+
+MAX_THREADS_PER_SM = 2048
+MAX_BLOCKS_PER_SM = 32
+SM_COUNT_H100_H200 = 132  # SXM parts; the kernels read the real count off the device
+
+# Thread block clusters: up to 8 CTAs portably (16 with a non-portable opt-in).
+MAX_CLUSTER_SIZE = 8
+
+# WGMMA: a warpgroup (4 consecutive warps, the first at a warp index divisible by 4)
+# computes m64 x nN x k16 per instruction for fp16/bf16 inputs, N a multiple of 8 up to 256.
+WGMMA_M = 64
+WGMMA_K = 16
+WGMMA_N_STEP = 8
+WGMMA_MAX_N = 256
+WARPGROUP_THREADS = 128
+
+# fp32 accumulator registers one consumer thread may hold beside its addresses, descriptors,
+# loop state and epilogue, when no setmaxnreg raises its count: above this ptxas spills
+# (a 128x256 fp32 tile in one warpgroup needs 256 per thread and does not fit).
+MAX_ACCUMULATOR_REGISTERS = 192
+# Registers a consumer keeps for everything but its accumulators (setmaxnreg budgets).
+CONSUMER_OVERHEAD_REGISTERS = 40
+
+# TMA: a box is at most 256 elements along each dimension; a swizzled box's inner extent
+# is at most the swizzle width; global addresses and row strides are 16-byte aligned.
+TMA_MAX_BOX = 256
+TMA_ALIGNMENT_BYTES = 16
+
+INPUT_BYTES = 2  # fp16 / bf16 operands and C
