@@ -30,3 +30,29 @@ def time_interleaved(fns: dict, input_sets, warmup=5, iters=30) -> dict:
 
 def tflops(m, n, k, ms) -> float:
     return 2.0 * m * n * k / (ms * 1e-3) / 1e12
+
+
+def time_blocks(fns: dict, input_sets, blocks=3, per_block=10, warmup=5) -> dict:
+    """Median milliseconds of each fn(*inputs), timed alone: after `warmup` runs of each,
+    `blocks` rounds in which each fn runs `per_block` times in a row (its own block, each
+    run between two CUDA events), the fns' blocks alternating round by round, so that each
+    runs as it would alone and a clock that drifts over the rounds weighs on all alike.
+    Inputs cycle through input_sets run by run. A fn's time includes its own launch cost
+    when the GPU outruns the host (small problems), as a user's timing would."""
+    import torch
+    for fn in fns.values():
+        for i in range(warmup):
+            fn(*input_sets[i % len(input_sets)])
+    torch.cuda.synchronize()
+    events = {name: [] for name in fns}
+    for _ in range(blocks):
+        for name, fn in fns.items():
+            for i in range(per_block):
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                args = input_sets[i % len(input_sets)]
+                start.record()
+                fn(*args)
+                end.record()
+                events[name].append((start, end))
+    torch.cuda.synchronize()
+    return {name: statistics.median(s.elapsed_time(e) for s, e in ev) for name, ev in events.items()}

@@ -5,12 +5,12 @@
 """
 from .schedule import PRESETS, Schedule, ScheduleError, preset
 
-__all__ = ["matmul", "Schedule", "ScheduleError", "PRESETS", "preset"]
+__all__ = ["matmul", "plan", "autotune", "Schedule", "ScheduleError", "PRESETS", "preset"]
 
 
 def __getattr__(name):
     # Lazy: the GPU stack (numba, cupy, cuda.core) loads only when matmul is used.
-    if name == "matmul":
-        from .api import matmul
-        return matmul
+    if name in ("matmul", "plan", "autotune"):
+        from . import api
+        return getattr(api, name)
     raise AttributeError(f"module 'gemm' has no attribute {name!r}")

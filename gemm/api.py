@@ -1,10 +1,13 @@
-"""gemm.matmul: `a @ b` on the project's own Hopper kernels.
+"""gemm.matmul: `a @ b` on the project's own Hopper kernels; gemm.plan says which schedule a
+call runs and why; gemm.autotune times the candidates on the caller's operands.
 
 Inputs may be CuPy arrays, PyTorch CUDA tensors (through their pointers, so
 bf16 works although CuPy has no bf16) or NumPy arrays (copied to the GPU and
 back); the result is of the same kind. Operands may be transposed views: a
 matrix whose columns are contiguous is handed to WGMMA as MN-major instead of
-being copied. Everything is checked before anything is launched or written.
+being copied. 3-D operands are batches of matrices, with NumPy's broadcasting of a
+2-D operand (or a batch of one) against the other's batch. Everything is checked
+before anything is launched or written.
 """
 from __future__ import annotations
 
@@ -16,14 +19,12 @@ import numpy as np
 from .schedule import KernelGapError, Schedule, kernel_gaps, preset
 
 DTYPES = ("float16", "bfloat16")
-# Until the autotuner exists: the fastest schedule measured on the H200 at 8192^3
-# (experiments/results/h200-sxm/measured.csv): V2 with a 128x192x64 tile, 2 stages.
-DEFAULT_SCHEDULE = preset("v2", block_n=192, stages=2, name="default")
 
 
 @dataclass
 class _Matrix:
-    """A 2-D operand as the kernels see it: a device address and strides in elements."""
+    """An operand as the kernels see it: a 2-D matrix or a 3-D batch of them, with a device
+    address and strides in elements."""
     kind: str            # "numpy", "cupy" or "torch"
     array: object
     shape: tuple
@@ -31,6 +32,15 @@ class _Matrix:
     dtype: str
     address: int = 0     # device address (numpy: filled in after the copy)
     device_id: int = -1  # -1: host
+
+    @property
+    def batch(self) -> int:
+        return self.shape[0] if len(self.shape) == 3 else 1
+
+    @property
+    def matrix(self) -> tuple:
+        """(rows, cols, row stride, col stride) of one matrix."""
+        return (*self.shape[-2:], *self.strides[-2:])
 
 
 _DTYPE_NAMES: dict = {}
@@ -66,16 +76,19 @@ def _describe(x, name):
 
 
 def _majorness(mat: _Matrix):
-    """('row' | 'col' | None, leading stride): which dimension is contiguous."""
-    rows, cols = mat.shape
-    if mat.strides[1] == 1 or cols == 1:
-        return "row", mat.strides[0] if rows > 1 else cols
-    if mat.strides[0] == 1 or rows == 1:
-        return "col", mat.strides[1] if cols > 1 else rows
+    """('row' | 'col' | None, leading stride): which dimension of its matrices is contiguous."""
+    rows, cols, row_stride, col_stride = mat.matrix
+    if col_stride == 1 or cols == 1:
+        return "row", row_stride if rows > 1 else cols
+    if row_stride == 1 or rows == 1:
+        return "col", col_stride if cols > 1 else rows
     return None, 0
 
 
-def _pick_schedule(stages, version, schedule) -> Schedule:
+def _explicit_schedule(stages, version, schedule) -> Schedule | None:
+    """The schedule the caller named (schedule=, version=, stages=), checked; None if none."""
+    if schedule is None and version is None and stages is None:
+        return None
     if schedule is None:
         return _preset_schedule(stages, version)
     return _checked(schedule, stages, version)
@@ -95,10 +108,8 @@ def _checked(schedule, stages, version) -> Schedule:
         s = schedule.validated()
     elif version is not None:
         s = preset(version) if stages is None else preset(version, stages=stages)
-    elif stages is not None:
-        s = preset("v2", stages=stages)
     else:
-        s = DEFAULT_SCHEDULE
+        s = preset("v2", stages=stages)
     gaps = kernel_gaps(s)
     if gaps:
         raise KernelGapError(f"schedule {s.name!r} has no kernel yet: {'; '.join(gaps)}; "
@@ -124,23 +135,213 @@ def _stream_handle(kind, device_id):
 
 
 def matmul(a, b, stages=None, *, version=None, schedule=None, out=None):
-    """`a @ b` for 2-D fp16/bf16 matrices, with fp32 accumulation, on our kernels.
+    """`a @ b` for fp16/bf16 matrices (2-D) or batches of them (3-D, NumPy broadcasting),
+    with fp32 accumulation, on our kernels.
 
+    With no schedule named, the dispatcher picks one for the shape (`gemm.plan` says which
+    and why). Or name one:
     stages   ring depth of the V2 kernel (stages=2 is the tutorial's V2)
-    version  a preset: "v1" (serial), "v2" (ring), "v3".."v5" (warp-specialized); stages=
-             then overrides its depth ("v6" asks for a TMA-store epilogue: not built yet)
+    version  a preset: "v1" (serial), "v2" (ring), "v3".."v5" (warp-specialized), "v6" (the
+             tutorial series' 256x256 fp16-accumulating kernel), "v7" (persistent, clustered);
+             stages= then overrides its depth
     schedule a full gemm.Schedule
-    out      an array of shape (M, N), a's dtype and kind, columns contiguous, to write into
+    out      an array of the product's shape, a's dtype and kind, rows contiguous (and, for a
+             batch, its matrices one after another), to write into
 
     Any M, N, K >= 1 (K = 0 gives zeros). Raises ValueError/TypeError for bad
     input before anything is written, gemm.launch.DeviceError without a Hopper GPU.
     """
-    sched = _pick_schedule(stages, version, schedule)
+    signature = _signature(a, b, out, stages, version, schedule)
+    repeat = _REPEATS.get(signature)
+    if repeat is not None:           # the same call as before: only the launch runs
+        return repeat(out)
+    explicit = _explicit_schedule(stages, version, schedule)
+    call = _operands(a, b, out)
+    from .launch import device, launch_gemm, tma_storable
+    dev = device()
+    if call.A.kind != "numpy" and call.A.device_id != dev.device_id:
+        raise ValueError(f"the inputs are on GPU {call.A.device_id}, the current device is {dev.device_id}")
+    if explicit is not None:
+        sched = explicit
+    else:
+        plan_ = _dispatch(*call.key)
+        if plan_.source != "autotune" and _autotune_enabled():
+            plan_ = autotune(a, b)
+        sched = plan_.schedule
+    result, repeat = _run(sched, call, dev, launch_gemm, tma_storable)
+    if signature is not None and repeat is not None:
+        if len(_REPEATS) >= _REPEATS_MAX:
+            _REPEATS.clear()
+        _REPEATS[signature] = repeat
+    return result
+
+
+# A repeated call (the same operands, strides, output, stream and schedule request) replays
+# its prepared launch: everything the first call checked and built depends only on these
+# (and on the split-K workspace, which forgets them all when it moves).
+_REPEATS: dict = {}
+_REPEATS_MAX = 4096
+
+
+def _forget_repeats():
+    _REPEATS.clear()
+
+
+def _signature(a, b, out, stages, version, schedule):
+    """What decides everything about a call but the output's address, or None (host arrays)."""
+    module = type(a).__module__
+    if module == "torch":
+        if type(b).__module__ != "torch" or not a.is_cuda:
+            return None
+        import torch
+        o = (out.data_ptr(), out.shape, out.stride(), out.dtype) if out is not None else None
+        return ("torch", a.data_ptr(), a.shape, a.stride(), a.dtype, a.device, b.data_ptr(), b.shape, b.stride(),
+                b.dtype, o, torch.cuda.current_stream().cuda_stream, stages, version, id(schedule))
+    if module.startswith("cupy"):
+        import cupy
+        o = (out.data.ptr, out.shape, out.strides, out.dtype) if out is not None else None
+        return ("cupy", a.data.ptr, a.shape, a.strides, a.dtype, a.device.id, b.data.ptr, b.shape, b.strides,
+                b.dtype, o, cupy.cuda.get_current_stream().ptr, stages, version, id(schedule))
+    return None
+
+
+class _Repeat:
+    """A call's prepared launch, run again: a fresh output (or the same out=) and one launch."""
+
+    def __init__(self, launch, schedule, allocate, c_map):
+        self.launch, self.schedule = launch, schedule   # (the schedule kept alive: id() keys it)
+        self.allocate, self.c_map = allocate, c_map
+
+    def __call__(self, out):
+        if out is not None:
+            self.launch()
+            return out
+        result, address = self.allocate()
+        self.launch(address, self.c_map(address) if self.c_map else None)
+        return result
+
+
+def plan(a, b, stages=None, *, version=None, schedule=None):
+    """Which schedule `matmul(a, b, ...)` would run, and why: a `gemm.dispatch.Plan` whose
+    `source` is "explicit" (named by the caller), "autotune", "table", "model" or "default"."""
+    from .dispatch import Plan
+    explicit = _explicit_schedule(stages, version, schedule)
+    call = _operands(a, b, None)
+    if explicit is not None:
+        return Plan(explicit, "explicit", "named by the caller")
+    return _dispatch(*call.key)
+
+
+def autotune(a, b, *, top=3, force=False):
+    """Time the `top` best-ranked candidate schedules (the table's choice, then the model's
+    order) on these operands, keep the fastest on disk for this GPU, shape, dtype and
+    majorness, and return its Plan. Later calls of the shape (in any process) run it.
+    With `force`, tune again even if the cache holds the shape. The environment switch
+    HOPPER_GEMM_AUTOTUNE=1 makes matmul do this for every shape it has not tuned."""
+    import datetime
+
+    from tqdm import tqdm
+
+    from .dispatch import DEFAULT_SCHEDULE, ranking, table_choice
+    from .dispatch.autotune import store, time_calls
+    from .launch import device, launch_gemm, tma_storable
+    call = _operands(a, b, None)
+    if call.A.kind == "numpy":    # tune on the device, where the product runs
+        import cupy
+        return autotune(cupy.asarray(a), cupy.asarray(b), top=top, force=force)
+    dev = device()
+    if not force:
+        current = _dispatch(*call.key)
+        if current.source == "autotune":
+            return current
+    key = _tune_key(*call.key)
+    m, n, k, batch, dtype = call.key[:5]
+    order = [s for s in (table_choice(m, n, k, batch, dtype, key.gpu),) if s is not None]
+    order += [s for s, _ in (ranking(m, n, k, batch, dtype, key.gpu) or [(DEFAULT_SCHEDULE, 0.0)])]
+    chosen = list(dict.fromkeys(order))[:top]
+    stream = _stream_handle(call.A.kind, dev.device_id)
+    timed, reference = {}, None
+    for s in tqdm(chosen, desc=f"autotune {m}x{n}x{k}", leave=False):
+        result, _ = _run(s, call, dev, launch_gemm, tma_storable)
+        if reference is None:
+            reference = result
+        elif not _close(result, reference, call.A.kind):
+            continue   # a candidate that disagrees with the first is never kept
+        timed[s.name] = time_calls(lambda s=s: _run(s, call, dev, launch_gemm, tma_storable), stream)
+    best = min(timed, key=timed.get)
+    store(key, {"schedule": best, "timed_ms": timed,
+                "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")})
+    _dispatch.cache_clear()
+    _forget_repeats()
+    return _dispatch(*call.key)
+
+
+def _close(x, y, kind) -> bool:
+    """Whether two results of one product agree (candidates are checked against the first)."""
+    import cupy
+    if kind == "torch":
+        x, y = (cupy.from_dlpack(v.float()) for v in (x, y))
+    else:   # cupy holds bf16 results as raw uint16: compare fp16 ones only
+        if x.dtype != cupy.float16:
+            return True
+        x, y = x.astype(cupy.float32), y.astype(cupy.float32)
+    return bool(cupy.linalg.norm(x - y) <= 1e-2 * (cupy.linalg.norm(y) + 1e-30))
+
+
+def _autotune_enabled() -> bool:
+    from .dispatch.autotune import enabled
+    return enabled()
+
+
+def _tune_key(m, n, k, batch, dtype, a_major, b_major):
+    from .compile import _source_digest
+    from .dispatch.autotune import Key
+    from .launch import gpu_identity
+    profile, name, driver = gpu_identity()
+    return Key(profile, driver, _source_digest(), m, n, k, batch, dtype, a_major, b_major)
+
+
+@lru_cache(maxsize=1024)
+def _dispatch(m, n, k, batch, dtype, a_major, b_major):
+    """The dispatcher's plan for a shape, once per process (a repeated call pays a dict lookup)."""
+    from .dispatch import choose
+    from .dispatch.autotune import lookup
+    try:
+        key = _tune_key(m, n, k, batch, dtype, a_major, b_major)
+        gpu, tuned = key.gpu, lookup(key)
+    except Exception:   # no GPU: plan() still answers, for the H200
+        gpu, tuned = "h200-sxm", None
+    return choose(m, n, k, batch, dtype, gpu=gpu, tuned=tuned)
+
+
+@dataclass
+class _Call:
+    """A checked product: operands, output, and its shape."""
+    A: _Matrix
+    B: _Matrix
+    O: _Matrix | None
+    m: int
+    n: int
+    k: int
+    batch: int
+    batched_output: bool     # the result has a batch dimension (an input had one)
+
+    @property
+    def key(self) -> tuple:
+        """(m, n, k, batch, dtype, a_major, b_major): what the dispatcher decides by."""
+        a_order, _ = _majorness(self.A)
+        b_order, _ = _majorness(self.B)
+        return (self.m, self.n, self.k, self.batch, self.A.dtype,
+                "mn" if a_order == "col" else "k", "k" if b_order == "col" else "mn")
+
+
+def _operands(a, b, out) -> _Call:
+    """The checked product; errors name what is wrong and what is accepted."""
     A, B = _describe(a, "a"), _describe(b, "b")
     for mat, name in ((A, "a"), (B, "b")):
-        if len(mat.shape) != 2:
-            raise ValueError(f"{name} must be a 2-D matrix, got {len(mat.shape)}-D shape {mat.shape}; "
-                             "batched or vector products are not supported")
+        if len(mat.shape) not in (2, 3):
+            raise ValueError(f"{name} must be a 2-D matrix or a 3-D batch of matrices, got "
+                             f"{len(mat.shape)}-D shape {mat.shape}")
     if A.kind != B.kind:
         raise TypeError(f"a is a {A.kind} array and b a {B.kind} array: pass both from the same "
                         "library (the result is returned as that kind)")
@@ -149,35 +350,52 @@ def matmul(a, b, stages=None, *, version=None, schedule=None, out=None):
                         f"one of {DTYPES}")
     if A.dtype not in DTYPES:
         raise TypeError(f"dtype {A.dtype} is not supported: the kernels take {' or '.join(DTYPES)}")
-    (m, k), (k2, n) = A.shape, B.shape
+    (m, k), (k2, n) = A.shape[-2:], B.shape[-2:]
     if k != k2:
         raise ValueError(f"inner dimensions differ: a is {A.shape} and b is {B.shape} "
                          f"(a's columns must equal b's rows)")
+    batch = max(A.batch, B.batch)
+    if {A.batch, B.batch} - {1, batch}:
+        raise ValueError(f"batch dimensions do not broadcast: a is {A.shape} and b is {B.shape} "
+                         "(equal batches, or one of them 1 or absent)")
+    batched_output = len(A.shape) == 3 or len(B.shape) == 3
     if A.kind != "numpy" and A.device_id != B.device_id:
         raise ValueError(f"a is on GPU {A.device_id} and b on GPU {B.device_id}: both must be on one GPU")
     O = None
     if out is not None:
         O = _describe(out, "out")
+        want = (batch, m, n) if batched_output else (m, n)
         if O.kind != A.kind:
             raise TypeError(f"out is a {O.kind} array but the inputs are {A.kind}")
-        if O.shape != (m, n):
-            raise ValueError(f"out has shape {O.shape}; the product needs ({m}, {n})")
+        if tuple(O.shape) != want:
+            raise ValueError(f"out has shape {tuple(O.shape)}; the product needs {want}")
         if O.dtype != A.dtype:
             raise TypeError(f"out is {O.dtype}; the product is {A.dtype}")
         if O.kind != "numpy" and O.device_id != A.device_id:
             raise ValueError(f"out is on GPU {O.device_id}, the inputs on GPU {A.device_id}")
-        if n > 1 and O.strides[1] != 1:
-            raise ValueError(f"out must have contiguous columns (stride 1), got strides {O.strides} elements")
+        if n > 1 and O.strides[-1] != 1:
+            raise ValueError(f"out must have contiguous rows (column stride 1), got strides {O.strides} elements")
+        if batched_output and batch > 1 and O.strides[0] != m * (O.strides[1] if m > 1 else n):
+            raise ValueError(f"out's matrices must follow one another (batch stride = rows x row stride), "
+                             f"got strides {O.strides} elements")
+        if O.kind != "numpy" and _overlaps(O, A, B):
+            raise ValueError("out overlaps an input: the kernels would read what they already wrote; "
+                             "pass a separate output array")
+    return _Call(A, B, O, m, n, k, batch, batched_output)
 
-    from .launch import device, launch_gemm
-    dev = device()
-    if A.kind != "numpy" and A.device_id != dev.device_id:
-        raise ValueError(f"the inputs are on GPU {A.device_id}, the current device is {dev.device_id}")
-    return _run(sched, A, B, O, m, n, k, dev, launch_gemm)
+
+def _overlaps(O: _Matrix, *inputs: _Matrix) -> bool:
+    """Whether out's bytes may share memory with an input's (their address ranges meet)."""
+    def extent(mat):
+        last = sum((d - 1) * st for d, st in zip(mat.shape, mat.strides) if d > 0)
+        return mat.address, mat.address + 2 * (last + 1)
+    o0, o1 = extent(O)
+    return any(i0 < o1 and o0 < i1 for i0, i1 in map(extent, inputs))
 
 
-def _run(sched, A, B, O, m, n, k, dev, launch_gemm):
+def _run(sched, call: _Call, dev, launch_gemm, tma_storable):
     import cupy
+    A, B, O, m, n, k, batch = call.A, call.B, call.O, call.m, call.n, call.k, call.batch
     # Copies made below must live until the launch is queued (this function's end):
     # freed earlier, CuPy's pool would hand their memory to the next allocation (the
     # other operand's copy, or C) before the kernel reads them. After the launch,
@@ -185,51 +403,99 @@ def _run(sched, A, B, O, m, n, k, dev, launch_gemm):
     copies = []
 
     def on_device(mat: _Matrix):
-        """(address, 'row'|'col', leading stride) of a TMA-addressable device copy."""
+        """(address, 'row'|'col', leading stride, batch step) of a TMA-addressable device copy;
+        the step is 0 for an operand broadcast over the batch."""
         major, ld = _majorness(mat)
-        aligned = major is not None and mat.address % 16 == 0 and (ld * 2) % 16 == 0
-        if mat.kind == "numpy" or not aligned:
-            # Copy to a row-major device buffer whose rows are 16-byte aligned.
-            rows, cols = mat.shape
-            padded = -(-cols // 8) * 8
-            if mat.kind == "numpy":
-                host = np.zeros((rows, padded), dtype=np.uint16)
-                host[:, :cols] = mat.array.view(np.uint16)
-                buf = cupy.asarray(host)
-            else:
-                buf = cupy.empty((rows, padded), dtype=cupy.uint16)
-            if mat.kind == "torch":
-                buf[:, :cols] = cupy.from_dlpack(mat.array.view(_torch_u16()))
-            elif mat.kind == "cupy":
-                buf[:, :cols] = mat.array.view(cupy.uint16)
-            copies.append(buf)
-            return buf.data.ptr, "row", padded
-        return mat.address, major, ld
+        step = mat.strides[0] if mat.batch > 1 else 0
+        aligned = (major is not None and mat.address % 16 == 0 and (ld * 2) % 16 == 0
+                   and (step * 2) % 16 == 0)
+        if mat.kind != "numpy" and aligned:
+            return mat.address, major, ld, step
+        # Copy to row-major device matrices whose rows are 16-byte aligned.
+        rows, cols = mat.shape[-2:]
+        padded = -(-cols // 8) * 8
+        lead = mat.shape[:-2] if mat.batch > 1 else ()
+        if mat.kind == "numpy":
+            host = np.zeros(lead + (rows, padded), dtype=np.uint16)
+            host[..., :cols] = mat.array.view(np.uint16).reshape(lead + (rows, cols))
+            buf = cupy.asarray(host)
+        else:
+            buf = cupy.empty(lead + (rows, padded), dtype=cupy.uint16)
+            src = (cupy.from_dlpack(mat.array.view(_torch_u16())) if mat.kind == "torch"
+                   else mat.array.view(cupy.uint16))
+            buf[..., :cols] = src.reshape(lead + (rows, cols))
+        copies.append(buf)
+        return buf.data.ptr, "row", padded, (rows * padded if lead else 0)
 
-    a_addr, a_order, lda = on_device(A)
-    b_addr, b_order, ldb = on_device(B)
+    # A batch of A against one B whose rows run on from matrix to matrix is one product with
+    # batch x M rows (a linear layer applied to a batch of sequences).
+    fold = (batch > 1 and B.batch == 1 and A.batch > 1 and _majorness(A)[0] == "row"
+            and A.strides[0] == m * A.strides[1])
+    a_addr, a_order, lda, a_step = on_device(A)
+    b_addr, b_order, ldb, b_step = on_device(B)
     # A row-major [M, K] is K-major; B row-major [K, N] is N-major (MN).
     a_major = "k" if a_order == "row" else "mn"
     b_major = "mn" if b_order == "row" else "k"
-    loaded = _kernel(sched, A.dtype, a_major, b_major)
 
-    # result buffer
+    # result buffer: [batch, m, n] (or [m, n]), rows n apart, matrices m x n apart
+    shape = (batch, m, n) if call.batched_output else (m, n)
+    allocate = _allocator(A, shape)
     if O is not None and O.kind != "numpy":
-        result, c_addr, ldc = O.array, O.address, (O.strides[0] if m > 1 else n)
-    elif A.kind == "torch":
-        import torch
-        result = torch.empty((m, n), dtype=A.array.dtype, device=A.array.device)
-        c_addr, ldc = result.data_ptr(), n
+        result, c_addr = O.array, O.address
+        ldc = O.strides[-2] if m > 1 else n
     else:
-        dev_c = cupy.empty((m, n), dtype=cupy.float16 if A.dtype == "float16" else cupy.uint16)
-        result, c_addr, ldc = dev_c, dev_c.data.ptr, n
+        (result, c_addr), ldc = allocate(), n
 
-    if k == 0 or m == 0 or n == 0:
+    if k == 0 or m == 0 or n == 0 or batch == 0:
         _zero(result, A.kind)
-    else:
-        launch_gemm(loaded, a_addr, lda, b_addr, ldb, c_addr, ldc, m, n, k,
-                    _stream_handle(A.kind, dev.device_id))
+        return _returned(result, A, O), None
+    if fold:
+        m, batch, a_step = m * batch, 1, 0
+    if batch > 1 and not (sched.family == "specialized" and sched.producer_warps == 4):
+        raise KernelGapError(f"schedule {sched.name!r}: batched products run on the producer-warpgroup "
+                             "kernels (v6, v7 and their variations)")
+    if sched.epilogue == "tma" and not tma_storable(c_addr, ldc):
+        sched = _direct_epilogue(sched)   # TMA cannot address C's rows: store from registers
+    loaded = _kernel(sched, A.dtype, a_major, b_major)
+    launch = launch_gemm(loaded, a_addr, lda, b_addr, ldb, c_addr, ldc, m, n, k,
+                         _stream_handle(A.kind, dev.device_id), batch=batch, a_step=a_step, b_step=b_step)
+    repeat = None
+    if not copies and A.kind != "numpy":   # operands read in place: the launch can be replayed
+        from .workspace import on_move
+        on_move(_forget_repeats)
+        from .launch import c_tensor_map
+        cfg = loaded.config
+        c_map = (lambda c: c_tensor_map(cfg, c, n, m, n, batch)) if cfg.c_layout is not None and O is None else None
+        repeat = _Repeat(launch, sched, allocate, c_map)
+    return _returned(result, A, O), repeat
 
+
+def _allocator(A: _Matrix, shape):
+    """A function making the result array: (array, device address)."""
+    if A.kind == "torch":
+        import torch
+        dtype, device = A.array.dtype, A.array.device
+
+        def allocate():
+            r = torch.empty(shape, dtype=dtype, device=device)
+            return r, r.data_ptr()
+        return allocate
+    import cupy
+    dtype = cupy.float16 if A.dtype == "float16" else cupy.uint16
+
+    def allocate():
+        r = cupy.empty(shape, dtype=dtype)
+        return r, r.data.ptr
+    return allocate
+
+
+@lru_cache(maxsize=64)
+def _direct_epilogue(sched: Schedule) -> Schedule:
+    return sched.replace(epilogue="direct")
+
+
+def _returned(result, A, O):
+    """The result as the caller's kind: a NumPy call gets its product back on the host."""
     if A.kind == "numpy":
         host = result.get().view(A.array.dtype)
         if O is not None:

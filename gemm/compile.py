@@ -6,7 +6,6 @@ configuration and the source of gemm/ (~/.cache/hopper-gemm, or $HOPPER_GEMM_CAC
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
 import re
@@ -16,10 +15,13 @@ from functools import lru_cache
 from pathlib import Path
 
 from .kernels import KernelConfig, build
-from .schedule import ctas_by_registers
+from .schedule import register_cap
 
 ARCH = (9, 0, "a")
-SIGNATURE = "void(int64, int64, int64, int64, int32, int32, int32, uint32, int64)"
+# (tmap_a, tmap_b, tmap_c, c, ldc, m, n, k, pair_ok, probe, workspace, batch, batched): the same
+# for every kernel; batch and `batched` (bit 0: A has one map per product, bit 1: B) only the
+# producer-warpgroup kernel reads
+SIGNATURE = "void(int64, int64, int64, int64, int64, int32, int32, int32, uint32, int64, int64, int32, uint32)"
 
 
 @dataclass(frozen=True)
@@ -70,17 +72,37 @@ def _device_functions_without_gpu():
 
 
 def kernel_ptx(config: KernelConfig) -> str:
-    """The PTX numba-cuda emits for this kernel, for sm_90a."""
+    """The PTX numba-cuda emits for this kernel, for sm_90a. A kernel for clusters declares
+    its cluster shape (`.reqnctapercluster`), so that a plain launch forms the clusters; a
+    kernel whose registers would cost it a CTA per SM gets a register cap (`.maxnreg`,
+    gemm.schedule.register_cap), the same with or without a clock probe."""
     from numba import cuda
     pyfunc = build(config)
     with _device_functions_without_gpu():
-        ptx, _ = cuda.compile_ptx(pyfunc, SIGNATURE, cc=ARCH, launch_bounds=(config.threads, _min_ctas(config)))
+        ptx, _ = cuda.compile_ptx(pyfunc, SIGNATURE, cc=ARCH, launch_bounds=(config.threads, 1))
+    s = config.schedule
+    cap = register_cap(s)
+    if cap is not None:   # registers must not cost a CTA per SM: cap them (ptxas spills past it)
+        ptx, count = re.subn(r"^\.minnctapersm \d+$", f".maxnreg {cap}", ptx, count=1, flags=re.M)
+        if count != 1:
+            raise RuntimeError("no .minnctapersm directive to replace with the register cap")
+    if s.cluster_size > 1:
+        ptx, count = re.subn(r"^(\.maxntid [^\n]*\n)", rf"\1.reqnctapercluster {s.cluster_size}, 1, 1\n",
+                             ptx, count=1, flags=re.M)
+        if count != 1:
+            raise RuntimeError("no .maxntid directive to place the cluster shape after")
     return ptx
 
 
 def assemble(ptx: str) -> tuple[bytes, str]:
-    """PTX -> sm_90a cubin through nvJitLink (the system ptxas may be older than
-    the PTX ISA NVVM emits); returns the cubin and ptxas's verbose log."""
+    """PTX -> sm_90a cubin; returns the cubin and ptxas's verbose log (registers, spills,
+    warnings). A standalone ptxas compiles the kernel as a whole program: only then does it
+    honour setmaxnreg (nvJitLink compiles PTX as a relocatable unit and ignores it, warning
+    C7504). ptxas comes from the nvidia-cuda-nvcc wheel or the CUDA toolkit; without one,
+    nvJitLink assembles it."""
+    ptxas = _ptxas()
+    if ptxas is not None:
+        return _assemble_whole_program(ptx, ptxas)
     from cuda.core import Linker, LinkerOptions, ObjectCode
     linker = Linker(ObjectCode.from_ptx(ptx.encode()),
                     options=LinkerOptions(arch="sm_90a", verbose=True))
@@ -89,11 +111,52 @@ def assemble(ptx: str) -> tuple[bytes, str]:
 
 
 @lru_cache(maxsize=1)
+def _ptxas() -> str | None:
+    explicit = os.environ.get("HOPPER_GEMM_PTXAS")
+    if explicit:
+        return explicit
+    try:
+        from cuda.pathfinder import find_nvidia_binary_utility
+        return find_nvidia_binary_utility("ptxas")
+    except Exception:
+        import shutil
+        return shutil.which("ptxas")
+
+
+def _assemble_whole_program(ptx: str, ptxas: str) -> tuple[bytes, str]:
+    """Run ptxas on the PTX. NVVM may emit a newer PTX ISA version than an older ptxas
+    accepts, though the kernels use nothing past sm_90a's ISA: then the version line is
+    lowered to the one that ptxas names, once."""
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="hopper-gemm-") as tmp:
+        src, out = Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.cubin"
+        for attempt in range(2):
+            src.write_text(ptx)
+            run = subprocess.run([ptxas, "-arch=sm_90a", "-v", "-o", str(out), str(src)],
+                                 capture_output=True, text=True)
+            log = run.stdout + run.stderr
+            if run.returncode == 0:
+                return out.read_bytes(), log
+            older = re.search(r"Unsupported \.version \d+\.\d+; current version is '(\d+\.\d+)'", log)
+            if attempt or not older:
+                raise RuntimeError(f"ptxas ({ptxas}) failed:\n{log}")
+            ptx = re.sub(r"^\.version \d+\.\d+", f".version {older.group(1)}", ptx, count=1, flags=re.M)
+    raise AssertionError("unreachable")
+
+
+# What a cubin is built from: a change anywhere else in gemm/ (the API, the dispatcher, the
+# launch path) keeps the compiled kernels.
+KERNEL_SOURCES = ("kernels", "ptx", "smem_layout.py", "schedule.py", "limits.py", "compile.py")
+
+
+@lru_cache(maxsize=1)
 def _source_digest() -> str:
     h = hashlib.sha256()
     root = Path(__file__).parent
-    for path in sorted(root.rglob("*.py")):
-        h.update(path.read_bytes())
+    for source in KERNEL_SOURCES:
+        for path in sorted((root / source).rglob("*.py")) if (root / source).is_dir() else [root / source]:
+            h.update(path.read_bytes())
     import numba_cuda
     h.update(getattr(numba_cuda, "__version__", "?").encode())
     return h.hexdigest()[:16]
@@ -104,25 +167,15 @@ def _cache_dir() -> Path:
                                Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "hopper-gemm"))
 
 
-def _write_entry(path: Path, ptx: str, log: str, cubin: bytes) -> None:
+def _write_entry(path: Path, ptx: str, entry: str, log: str, cubin: bytes) -> None:
     """Write a cache entry atomically (parallel test workers share the cache);
     the cubin goes last, so its presence marks a complete entry."""
     path.mkdir(parents=True, exist_ok=True)
-    for name, data in (("kernel.ptx", ptx.encode()), ("ptxas.log", log.encode()), ("kernel.cubin", cubin)):
+    for name, data in (("kernel.ptx", ptx.encode()), ("kernel.entry", entry.encode()),
+                       ("ptxas.log", log.encode()), ("kernel.cubin", cubin)):
         tmp = path / f".{name}.{os.getpid()}"
         tmp.write_bytes(data)
         os.replace(tmp, path / name)
-
-
-def _min_ctas(config: KernelConfig) -> int:
-    """The `launch_bounds` minimum of CTAs per SM. A clock-probe build asks for as many
-    as the kernel it measures fits by registers: the probe's few extra registers could
-    otherwise cost a CTA per SM (V4/V5's 96 -> 102 do) and the probe would time another
-    residency. (ptxas ignores --maxrregcount for a kernel with launch bounds.)"""
-    if not config.clock_probe:
-        return 1
-    plain = compile_kernel(dataclasses.replace(config, clock_probe=False))
-    return max(1, ctas_by_registers(plain.registers, config.threads))
 
 
 @lru_cache(maxsize=None)
@@ -131,16 +184,18 @@ def compile_kernel(config: KernelConfig, use_disk_cache: bool = True) -> Compile
     key = hashlib.sha256(f"{_source_digest()}|{config!r}".encode()).hexdigest()[:24]
     path = _cache_dir() / key
     if use_disk_cache and (path / "kernel.cubin").exists():
-        ptx = (path / "kernel.ptx").read_text()
+        # the PTX is kept for reading, not needed to launch: an entry may come without it
+        ptx = (path / "kernel.ptx").read_text() if (path / "kernel.ptx").exists() else ""
+        name = (path / "kernel.entry").read_text()
         cubin = (path / "kernel.cubin").read_bytes()
         log = (path / "ptxas.log").read_text()
     else:
         ptx = kernel_ptx(config)
+        name = re.search(r"\.entry\s+([\w$]+)\s*\(", ptx).group(1)
         cubin, log = assemble(ptx)
         if use_disk_cache:
             try:
-                _write_entry(path, ptx, log, cubin)
+                _write_entry(path, ptx, name, log, cubin)
             except OSError:
                 pass  # a read-only home still compiles, just not cached
-    name = re.search(r"\.entry\s+([\w$]+)\s*\(", ptx).group(1)
     return CompiledKernel(config, name, ptx, cubin, log)

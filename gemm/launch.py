@@ -38,6 +38,18 @@ def device():
     return dev
 
 
+@lru_cache(maxsize=1)
+def gpu_identity() -> tuple[str, str, str]:
+    """(profile name, device name, driver version) of the current GPU: the profile name picks
+    the dispatch table and the model's profile (h200-sxm, h100-sxm)."""
+    from cuda.bindings import driver
+    dev = device()
+    err, version = driver.cuDriverGetVersion()
+    name = dev.name
+    profile = "h100-sxm" if "H100" in name else "h200-sxm"
+    return profile, name, str(version)
+
+
 @dataclass
 class LoadedKernel:
     config: KernelConfig
@@ -45,6 +57,7 @@ class LoadedKernel:
     shared_bytes: int
     threads: int
     occupancy: object       # cuda.core KernelOccupancy, for reports
+    resident_clusters: int  # clusters (CTAs, without clusters) the device holds at once
 
 
 def _set_max_dynamic_shared(kernel, nbytes: int) -> None:
@@ -72,10 +85,28 @@ def load_kernel(config: KernelConfig) -> LoadedKernel:
         err, handle = driver.cuKernelGetFunction(handle)
         if int(err) != 0:
             raise DeviceError(f"cuKernelGetFunction failed: {err}")
-    return LoadedKernel(config, handle, config.shared_bytes, config.threads, kernel.occupancy)
+    return LoadedKernel(config, handle, config.shared_bytes, config.threads, kernel.occupancy,
+                        _resident_clusters(kernel, config))
 
 
-_ARG_TYPES = (ctypes.c_int64,) * 4 + (ctypes.c_int32,) * 3 + (ctypes.c_uint32, ctypes.c_int64)
+def _resident_clusters(kernel, config: KernelConfig) -> int:
+    """How many clusters of the kernel (or CTAs, without clusters) the device runs at once:
+    the size of a persistent grid. Clusters must fit within one GPC, so with clusters this
+    can be less than SMs / cluster size; the driver's occupancy calculator knows."""
+    from cuda.core import LaunchConfig
+    dev = device()
+    sms = dev.properties.multiprocessor_count
+    cluster = config.schedule.cluster_size
+    occupancy = kernel.occupancy
+    if cluster == 1:
+        return occupancy.max_active_blocks_per_multiprocessor(config.threads, config.shared_bytes) * sms
+    launch = LaunchConfig(grid=(cluster * (sms // cluster), 1, 1), cluster=(cluster, 1, 1),
+                          block=(config.threads, 1, 1), shmem_size=config.shared_bytes)
+    return occupancy.max_active_clusters(launch, stream=dev.default_stream)
+
+
+_ARG_TYPES = ((ctypes.c_int64,) * 5 + (ctypes.c_int32,) * 3 + (ctypes.c_uint32, ctypes.c_int64, ctypes.c_int64)
+              + (ctypes.c_int32, ctypes.c_uint32))
 
 
 @lru_cache(maxsize=64)
@@ -84,16 +115,43 @@ def _stream(handle: int):
     return driver.CUstream(handle)
 
 
-def launch(loaded: LoadedKernel, grid, stream_handle: int, tmap_a: int, tmap_b: int, c: int,
-           ldc: int, m: int, n: int, k: int, pair_ok: bool, probe: int = 0) -> None:
-    """cuLaunchKernel with the arguments packed by cuda.bindings: a few
-    microseconds, against tens for a numba or cuda.core launch."""
-    from cuda.bindings import driver
-    err, = driver.cuLaunchKernel(loaded.function, grid[0], grid[1], grid[2], loaded.threads, 1, 1,
-                                 loaded.shared_bytes, _stream(stream_handle),
-                                 ((tmap_a, tmap_b, c, ldc, m, n, k, int(pair_ok), probe), _ARG_TYPES), 0)
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"kernel launch failed: {driver.cuGetErrorName(err)[1]}")
+class Launch:
+    """One kernel launch with its arguments packed once: a ctypes value per argument and the
+    array of pointers to them that cuLaunchKernel reads. Launching it again with another C
+    (a freshly allocated output) changes two values; nothing else is rebuilt. A kernel built
+    for clusters carries its cluster shape, so this plain launch forms them."""
+
+    C, C_MAP = 3, 2   # argument positions of C and its tensor map
+
+    def __init__(self, loaded: LoadedKernel, grid, stream_handle: int, args: tuple):
+        self.function, self.grid = loaded.function, grid
+        self.threads, self.shared_bytes = loaded.threads, loaded.shared_bytes
+        self.stream = _stream(stream_handle)
+        self.values = [kind(value) for kind, value in zip(_ARG_TYPES, args)]
+        self.pointers = (ctypes.c_void_p * len(args))(*(ctypes.addressof(v) for v in self.values))
+        self.address = ctypes.addressof(self.pointers)
+
+    def __call__(self, c: int | None = None, c_map: int | None = None) -> None:
+        from cuda.bindings import driver
+        if c is not None:
+            self.values[self.C].value = c
+        if c_map is not None:
+            self.values[self.C_MAP].value = c_map
+        err, = driver.cuLaunchKernel(self.function, self.grid[0], self.grid[1], self.grid[2], self.threads, 1, 1,
+                                     self.shared_bytes, self.stream, self.address, 0)
+        if err != driver.CUresult.CUDA_SUCCESS:
+            raise RuntimeError(f"kernel launch failed: {driver.cuGetErrorName(err)[1]}")
+
+
+def launch(loaded: LoadedKernel, grid, stream_handle: int, tmap_a: int, tmap_b: int, tmap_c: int,
+           c: int, ldc: int, m: int, n: int, k: int, pair_ok: bool, probe: int = 0, workspace: int = 0,
+           batch: int = 1, batched: int = 0) -> Launch:
+    """Pack the arguments and launch: a few microseconds, against tens for a numba or
+    cuda.core launch. Returns the packed launch, to launch again."""
+    prepared = Launch(loaded, grid, stream_handle, (tmap_a, tmap_b, tmap_c, c, ldc, m, n, k, int(pair_ok), probe,
+                                                    workspace, batch, batched))
+    prepared()
+    return prepared
 
 
 def map_dims(layout, mn: int, k: int, ld: int):
@@ -101,16 +159,44 @@ def map_dims(layout, mn: int, k: int, ld: int):
     with `mn` rows of the product (M for A, N for B), stored K-major ([MN, K]) or
     MN-major ([K, MN]) with leading stride `ld` elements."""
     inner, outer = (k, mn) if layout.major == "k" else (mn, k)
-    return inner, outer, ld * 2, layout.box, layout.swizzle
+    return inner, outer, ld * 2, layout.tma_box, layout.swizzle
 
 
 def launch_gemm(loaded: LoadedKernel, a: int, lda: int, b: int, ldb: int, c: int, ldc: int,
-                m: int, n: int, k: int, stream_handle: int, probe: int = 0) -> None:
+                m: int, n: int, k: int, stream_handle: int, probe: int = 0, batch: int = 1,
+                a_step: int = 0, b_step: int = 0) -> Launch:
     """C[m, n] = A @ B on device memory, with A and B stored in the majorness the
-    kernel was built for (leading strides in elements, rows 16-byte aligned)."""
+    kernel was built for (leading strides in elements, rows 16-byte aligned). With
+    batch > 1, `batch` products: A's matrices a_step elements apart (0: one A for all),
+    B's b_step apart, C's m x ldc apart. A split-K kernel gets its workspace from
+    gemm.workspace, one per stream. Returns the packed launch (`Launch`)."""
     from .tensormap import cache as tensormaps
     cfg = loaded.config
-    a_map = tensormaps.get(a, cfg.dtype, *map_dims(cfg.a_layout, m, k, lda))
-    b_map = tensormaps.get(b, cfg.dtype, *map_dims(cfg.b_layout, n, k, ldb))
+    a_count, b_count = (batch if a_step else 1), (batch if b_step else 1)
+    a_map = tensormaps.get(a, cfg.dtype, *map_dims(cfg.a_layout, m, k, lda), a_count, a_step * 2)
+    b_map = tensormaps.get(b, cfg.dtype, *map_dims(cfg.b_layout, n, k, ldb), b_count, b_step * 2)
+    c_map = 0
+    if cfg.c_layout is not None:   # the TMA-store epilogue: C is [m rows, n columns], ldc apart
+        if not tma_storable(c, ldc):
+            raise ValueError(f"a TMA-store kernel needs C 16-byte aligned with a row stride of a "
+                             f"multiple of 8 elements (address {c:#x}, ldc {ldc})")
+        c_map = c_tensor_map(cfg, c, ldc, m, n, batch)
     pair_ok = c % 4 == 0 and ldc % 2 == 0
-    launch(loaded, cfg.grid(m, n), stream_handle, a_map, b_map, c, ldc, m, n, k, pair_ok, probe)
+    workspace = 0
+    if cfg.schedule.split_k > 1:
+        from .workspace import workspace_for
+        workspace = workspace_for(stream_handle, cfg.workspace_bytes(m, n, batch))
+    batched = (1 if a_count > 1 else 0) | (2 if b_count > 1 else 0)
+    return launch(loaded, cfg.grid(m, n, loaded.resident_clusters, batch), stream_handle, a_map, b_map, c_map,
+                  c, ldc, m, n, k, pair_ok, probe, workspace, batch, batched)
+
+
+def c_tensor_map(cfg: KernelConfig, c: int, ldc: int, m: int, n: int, batch: int = 1) -> int:
+    """The TMA-store epilogue's map of C: [m rows, n columns] ldc apart, `batch` of them m x ldc apart."""
+    from .tensormap import cache as tensormaps
+    return tensormaps.get(c, cfg.dtype, n, m, ldc * 2, cfg.c_layout.box, cfg.c_layout.swizzle, batch, m * ldc * 2)
+
+
+def tma_storable(c: int, ldc: int) -> bool:
+    """Whether TMA can address C: a 16-byte aligned base and rows a multiple of 16 bytes apart."""
+    return c % 16 == 0 and (ldc * 2) % 16 == 0

@@ -114,9 +114,10 @@ class Schedule:
 
     @property
     def barrier_bytes(self) -> int:
-        # one 8-byte mbarrier per stage; the specialized pipeline adds an "empty" one
+        # one 8-byte mbarrier per stage; the specialized pipeline adds an "empty" one; split-K
+        # a word that tells the consumers whether their CTA sums the tile's partials
         per_stage = 2 if self.family == "specialized" else 1
-        return 8 * per_stage * self.stages
+        return 8 * per_stage * self.stages + (16 if self.split_k > 1 else 0)
 
     @property
     def epilogue_bytes(self) -> int:
@@ -250,8 +251,8 @@ class Schedule:
         need(self.cluster_size <= MAX_CLUSTER_SIZE,
              f"a cluster of {self.cluster_m}x{self.cluster_n} CTAs is above the portable maximum "
              f"of {MAX_CLUSTER_SIZE}")
-        need(self.cluster_size == 1 or (self.family == "specialized" and self.persistent),
-             "clusters (TMA multicast) are a feature of the persistent specialized kernel")
+        need(self.cluster_size == 1 or self.family == "specialized",
+             "clusters (TMA multicast) are a feature of the specialized (warp-specialized) kernels")
         need(not self.persistent or self.family == "specialized",
              "persistent=True is a specialized-family (warp-specialized) kernel")
         need((self.producer_registers > 0) == (self.consumer_registers > 0),
@@ -289,6 +290,28 @@ def ctas_by_registers(registers: int, threads: int, registers_per_sm: int = REGI
     return ctas
 
 
+# Registers a thread needs beyond its accumulators (addresses, descriptors, loop state)
+# before a register cap makes ptxas spill.
+REGISTER_HEADROOM = 32
+
+
+def register_cap(s: Schedule) -> int | None:
+    """The registers per thread to compile a kernel for, so that registers do not cost it a
+    CTA per SM that shared memory and threads would allow: the cap of the highest residency
+    that still leaves REGISTER_HEADROOM registers beside the accumulators. None when no cap
+    is needed: one CTA per SM (ptxas's own limit fits it), a residency that fits uncapped,
+    or a setmaxnreg kernel (its count fixed by the launch bounds)."""
+    if s.uses_setmaxnreg:
+        return None
+    for ctas in range(s.ctas_per_sm(), 1, -1):
+        cap = MAX_REGISTERS_PER_THREAD
+        while cap >= REGISTER_ALLOCATION_UNIT // 32 and ctas_by_registers(cap, s.threads) < ctas:
+            cap -= 8 if cap % 8 == 0 else cap % 8
+        if cap >= s.accumulator_registers + REGISTER_HEADROOM:
+            return None if cap >= MAX_REGISTERS_PER_THREAD else cap
+    return None
+
+
 def kernel_gaps(s: Schedule) -> list[str]:
     """What this (valid) schedule asks for that the Numba kernels do not build. The
     specialized family has two kernels: one producer warp (V3-V5, gemm/kernels/specialized.py)
@@ -307,6 +330,8 @@ def kernel_gaps(s: Schedule) -> list[str]:
             if value != default:
                 gaps.append(f"{field}={value!r} is built only in the producer-warpgroup kernel "
                             "(family='specialized', producer_warps=4)")
+    if s.cluster_size > 1 and not warpgroup_producer:
+        gaps.append("clusters are built only in the producer-warpgroup kernel (producer_warps=4)")
     if s.cluster_size > 2:
         gaps.append(f"a cluster of {s.cluster_size} CTAs: the kernel multicasts to pairs (cluster of 2)")
     if s.cluster_m > 1 and s.cluster_n > 1:
@@ -358,3 +383,28 @@ def preset(version: str, **overrides) -> Schedule:
     except KeyError:
         raise ScheduleError(f"unknown version {version!r}; known: {', '.join(PRESETS)}") from None
     return base.replace(**overrides) if overrides else base
+
+
+def from_spec(spec: str) -> Schedule:
+    """A schedule from its short name: a preset ('v7') or a preset with fields changed
+    ('v7:block_n=192,stages=4,persistent=false'), validated. The name is the spec itself,
+    so tables, caches and result files can store a schedule as this string."""
+    version, _, changes = spec.partition(":")
+    if version not in PRESETS:
+        raise ScheduleError(f"unknown version {version!r} in {spec!r}; known: {', '.join(PRESETS)}")
+    fields = {}
+    for item in filter(None, changes.split(",")):
+        key, _, value = item.partition("=")
+        if not hasattr(PRESETS[version], key) or key == "name":
+            raise ScheduleError(f"{spec!r}: {key!r} is not a Schedule field")
+        current = getattr(PRESETS[version], key)
+        if isinstance(current, bool):
+            if value.lower() not in ("true", "false", "1", "0"):
+                raise ScheduleError(f"{spec!r}: {key} takes true or false, got {value!r}")
+            fields[key] = value.lower() in ("true", "1")
+        else:
+            try:
+                fields[key] = type(current)(value)
+            except ValueError:
+                raise ScheduleError(f"{spec!r}: {key} takes a {type(current).__name__}, got {value!r}") from None
+    return preset(version, **fields, name=spec) if fields else PRESETS[version]

@@ -31,6 +31,7 @@ class OperandLayout:
     mn: int        # tile rows in M (A) or N (B)
     k: int         # tile extent in K
     swizzle: int   # bytes: 0, 32, 64 or 128
+    parts: int = 1  # CTAs of a cluster that each load 1/parts of the tile and multicast it
 
     def __post_init__(self):
         if self.major not in ("k", "mn"):
@@ -43,6 +44,11 @@ class OperandLayout:
                              f"multiple of the {self.row_elems}-element swizzle row")
         if self.k % 16 or self.mn % 8:
             raise ValueError(f"tile {self.mn}x{self.k}: K must be a multiple of 16 and MN of 8")
+        if self.parts > 1:
+            split = self.mn // 8 if self.major == "k" else self.boxes
+            if split % self.parts:
+                raise ValueError(f"a {self.major}-major {self.mn}x{self.k} tile cannot be loaded in "
+                                 f"{self.parts} equal parts (8-row groups or boxes: {split})")
 
     @property
     def width(self) -> int:
@@ -61,6 +67,23 @@ class OperandLayout:
     @property
     def boxes(self) -> int:
         return (self.k if self.major == "k" else self.mn) // self.row_elems
+
+    @property
+    def tma_box(self) -> tuple[int, int]:
+        """The box one TMA load copies: a whole box column of the tile, or for a multicast
+        operand of a K-major tile, 1/parts of its rows (an MN-major tile splits by boxes)."""
+        inner, outer = self.box
+        return (inner, outer // self.parts) if self.major == "k" else (inner, outer)
+
+    def part_boxes(self, part: int) -> list[tuple[int, int, int]]:
+        """(byte offset in the tile, inner, outer element offsets) of each TMA load that CTA
+        `part` issues for its share of the tile."""
+        if self.major == "k":
+            rows = self.mn // self.parts
+            return [(i * self.box_bytes + part * rows * self.width, i * self.row_elems, part * rows)
+                    for i in range(self.boxes)]
+        per = self.boxes // self.parts
+        return [(i * self.box_bytes, i * self.row_elems, 0) for i in range(part * per, (part + 1) * per)]
 
     @property
     def box_bytes(self) -> int:
@@ -116,8 +139,45 @@ class OperandLayout:
         return 0 if self.major == "k" else 1
 
 
-def default_swizzle(major: str, k: int) -> int:
-    """The widest swizzle a tile allows: K-major rows are 2*k bytes wide."""
+def default_swizzle(major: str, k: int, mn: int = 64, parts: int = 1) -> int:
+    """The widest swizzle a tile allows: K-major rows are 2*k bytes wide; an MN-major
+    tile's mn extent must be a whole number of swizzle rows, and, when `parts` CTAs share
+    the tile by multicast, of `parts` equal runs of them."""
     if major == "k":
         return min(128, k * ELEMENT_BYTES)
-    return 128
+    for width in (128, 64, 32):
+        if mn % (parts * width // ELEMENT_BYTES) == 0:
+            return width
+    return 0
+
+
+@dataclass(frozen=True)
+class StagingLayout:
+    """A C tile staged in shared memory for a TMA store: `rows` x `cols` 16-bit elements in
+    boxes of one swizzle row (swizzle/2 columns) by `rows`, box after box. The widest
+    swizzle that divides the tile's columns keeps stmatrix free of bank conflicts."""
+    rows: int
+    cols: int
+
+    @property
+    def swizzle(self) -> int:
+        for width in (128, 64, 32):
+            if self.cols % (width // ELEMENT_BYTES) == 0:
+                return width
+        raise ValueError(f"a staged C tile needs a multiple of 16 columns, got {self.cols}")
+
+    @property
+    def box(self) -> tuple[int, int]:
+        return (self.swizzle // ELEMENT_BYTES, self.rows)
+
+    @property
+    def boxes(self) -> int:
+        return self.cols // self.box[0]
+
+    @property
+    def box_bytes(self) -> int:
+        return self.rows * self.swizzle
+
+    @property
+    def tile_bytes(self) -> int:
+        return self.rows * self.cols * ELEMENT_BYTES

@@ -66,21 +66,23 @@ def operand_map_args(layout: OperandLayout, rows: int, cols: int, row_stride_ele
 class TensorMapCache:
     """Device-resident tensor maps, one per (address, shape, stride, dtype, box,
     swizzle), least recently used dropped first. The map depends on nothing else,
-    so a hit is valid even if the buffer at that address was reallocated."""
+    so a hit is valid even if the buffer at that address was reallocated. A batch of
+    `count` matrices `step` bytes apart gets `count` maps, 128 bytes apart."""
 
     def __init__(self, entries: int = CACHE_ENTRIES):
         self._maps: OrderedDict = OrderedDict()
         self._entries = entries
 
-    def get(self, address, dtype, inner, outer, row_stride_bytes, box, swizzle) -> int:
-        key = (address, dtype, inner, outer, row_stride_bytes, box, swizzle)
+    def get(self, address, dtype, inner, outer, row_stride_bytes, box, swizzle, count=1, step=0) -> int:
+        key = (address, dtype, inner, outer, row_stride_bytes, box, swizzle, count, step)
         hit = self._maps.get(key)
         if hit is not None:
             self._maps.move_to_end(key)
             return hit.data.ptr
         import cupy
-        raw = encode_2d(address, dtype, inner, outer, row_stride_bytes, box, swizzle)
-        buf = cupy.asarray(np.frombuffer(raw, dtype=np.uint8))  # 128 B, allocation is 256-B aligned
+        raw = b"".join(encode_2d(address + i * step, dtype, inner, outer, row_stride_bytes, box, swizzle)
+                       for i in range(count))
+        buf = cupy.asarray(np.frombuffer(raw, dtype=np.uint8))  # 128 B a map, the allocation 256-B aligned
         self._maps[key] = buf
         if len(self._maps) > self._entries:
             self._maps.popitem(last=False)

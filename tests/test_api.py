@@ -19,11 +19,21 @@ def test_mismatched_inner_dimensions():
         gemm.matmul(a, b)
 
 
-@pytest.mark.parametrize("shape", [(8,), (2, 4, 8)])
-def test_not_2d(shape):
+@pytest.mark.parametrize("shape", [(8,), (2, 2, 4, 8)])
+def test_not_2d_or_3d(shape):
     a = np.ones(shape, np.float16)
-    with pytest.raises(ValueError, match="must be a 2-D matrix"):
+    with pytest.raises(ValueError, match="must be a 2-D matrix or a 3-D batch"):
         gemm.matmul(a, np.ones((8, 3), np.float16))
+
+
+def test_batches_must_broadcast():
+    a = np.ones((2, 4, 8), np.float16)
+    with pytest.raises(ValueError, match="batch dimensions do not broadcast"):
+        gemm.matmul(a, np.ones((3, 8, 5), np.float16))
+    with pytest.raises(ValueError, match=r"out has shape \(4, 5\); the product needs \(2, 4, 5\)"):
+        gemm.matmul(a, np.ones((8, 5), np.float16), out=np.zeros((4, 5), np.float16))
+    with pytest.raises(ValueError, match="inner dimensions differ"):
+        gemm.matmul(a, np.ones((2, 7, 5), np.float16))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int8])

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from ..schedule import KernelGapError, Schedule, kernel_gaps
-from ..smem_layout import OperandLayout, default_swizzle
+from ..smem_layout import OperandLayout, StagingLayout, default_swizzle
 
 DTYPES = ("float16", "bfloat16")
 
@@ -36,8 +36,13 @@ class KernelConfig:
         if gaps:
             raise KernelGapError(f"no kernel for schedule {self.schedule.name!r}: {'; '.join(gaps)}")
         self.a_layout, self.b_layout  # raises if a tile does not fit its swizzle
+        map_end = self.barrier_offset + self.schedule.barrier_bytes
+        assert map_end + 1024 <= self.shared_bytes, (map_end, self.shared_bytes)  # 1 KB aligns the base
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
+        if self.schedule.accumulate == "float16" and self.dtype != "float16":
+            raise KernelGapError(f"accumulate='float16' takes fp16 inputs (WGMMA accumulates bf16 "
+                                 f"in fp32 only), got {self.dtype}")
         if self.prefetch_limit is not None and not (
                 self.family == "specialized" and 1 <= self.prefetch_limit <= self.stages):
             raise ValueError(f"prefetch_limit={self.prefetch_limit}: a specialized kernel's, 1..stages")
@@ -58,20 +63,40 @@ class KernelConfig:
     @property
     def m_blocks(self): return self.schedule.m_tiles_per_warpgroup
 
+    @property
+    def warpgroup_producer(self) -> bool:
+        """The producer is a whole warpgroup (gemm/kernels/persistent.py), not one warp."""
+        return self.family == "specialized" and self.schedule.producer_warps == 4
+
     @cached_property
     def a_layout(self) -> OperandLayout:
-        swizzle = default_swizzle(self.a_major, self.block_k) if self.a_swizzle is None else self.a_swizzle
-        return OperandLayout(self.a_major, self.block_m, self.block_k, swizzle)
+        swizzle = (default_swizzle(self.a_major, self.block_k, self.block_m, self.schedule.cluster_n)
+                   if self.a_swizzle is None else self.a_swizzle)
+        # with a cluster along N the CTAs share A: each loads 1/cluster_n and multicasts it
+        return OperandLayout(self.a_major, self.block_m, self.block_k, swizzle, self.schedule.cluster_n)
 
     @cached_property
     def b_layout(self) -> OperandLayout:
-        swizzle = default_swizzle(self.b_major, self.block_k) if self.b_swizzle is None else self.b_swizzle
-        return OperandLayout(self.b_major, self.block_n, self.block_k, swizzle)
+        swizzle = (default_swizzle(self.b_major, self.block_k, self.block_n, self.schedule.cluster_m)
+                   if self.b_swizzle is None else self.b_swizzle)
+        return OperandLayout(self.b_major, self.block_n, self.block_k, swizzle, self.schedule.cluster_m)
+
+    @cached_property
+    def c_layout(self) -> StagingLayout | None:
+        """Each consumer warpgroup's share of the C tile, staged for the TMA store."""
+        s = self.schedule
+        return StagingLayout(s.rows_per_warpgroup, s.block_n) if s.epilogue == "tma" else None
 
     @property
     def consumer_warps(self): return 4 * self.schedule.consumer_warpgroups
 
-    # -- the shared-memory map: [A stages][B stages][full barriers][empty barriers] --
+    @property
+    def empty_arrivals(self) -> int:
+        """Arrivals that free a stage: every consumer warp of every CTA whose producer writes
+        into it (the whole cluster, when an operand is multicast)."""
+        return self.consumer_warps * self.schedule.cluster_size
+
+    # -- the shared-memory map: [A stages][B stages][C staging][full barriers][empty barriers] --
     @property
     def a_offset(self) -> int:
         return 0
@@ -81,13 +106,27 @@ class KernelConfig:
         return self.stages * self.a_layout.tile_bytes
 
     @property
+    def c_offset(self) -> int:
+        """Where the C staging tile starts: past the ring in a persistent kernel (the producer
+        refills the ring while the consumers store), else over the drained ring."""
+        return self.b_offset + self.stages * self.b_layout.tile_bytes if self.schedule.persistent else 0
+
+    @property
     def barrier_offset(self) -> int:
-        return self.b_offset + self.stages * self.b_layout.tile_bytes
+        ring_end = self.b_offset + self.stages * self.b_layout.tile_bytes
+        c_end = self.c_offset + (self.c_layout.tile_bytes * self.schedule.consumer_warpgroups
+                                 if self.c_layout else 0)
+        return max(ring_end, c_end)
 
     @property
     def empty_barrier_offset(self) -> int:
         """Where the per-stage "empty" mbarriers of a warp-specialized kernel live; -1 if none."""
         return self.barrier_offset + 8 * self.stages if self.family == "specialized" else -1
+
+    @property
+    def flag_offset(self) -> int:
+        """Split-K: a shared word telling the consumers their CTA sums the tile."""
+        return self.empty_barrier_offset + 8 * self.stages
 
     @property
     def warpgroup_a_offset(self) -> int:
@@ -113,6 +152,13 @@ class KernelConfig:
         s = self.schedule
         return (f"gemm_{s.family}_{s.block_m}x{s.block_n}x{s.block_k}_s{s.stages}_"
                 + (f"wg{s.consumer_warpgroups}_inflight{s.wgmma_in_flight}_" if s.family == "specialized" else "")
+                + ("pwg_" if self.warpgroup_producer else "")
+                + ("persistent_" if s.persistent else "")
+                + (f"cluster{s.cluster_m}x{s.cluster_n}_" if s.cluster_size > 1 else "")
+                + (f"regs{s.producer_registers}-{s.consumer_registers}_" if s.uses_setmaxnreg else "")
+                + ("tmastore_" if s.epilogue == "tma" else "")
+                + ("acc16_" if s.accumulate == "float16" else "")
+                + (f"splitk{s.split_k}_" if s.split_k > 1 else "")
                 + (f"{s.raster}{s.raster_group if s.raster == 'grouped' else ''}_" if s.raster != "row" else "")
                 + f"{self.dtype}_{self.a_major}{self.a_layout.swizzle}_{self.b_major}{self.b_layout.swizzle}"
                 + ("_clockprobe" if self.clock_probe else "")
@@ -120,9 +166,40 @@ class KernelConfig:
                 + ("_loadloop" if self.load_loop_only else "")
                 + (f"_prefetch{self.prefetch_limit}" if self.prefetch_limit else ""))
 
-    def grid(self, m: int, n: int) -> tuple[int, int, int]:
-        """1-D: the kernel maps launch order onto C tiles by the schedule's raster."""
-        return ((-(-m // self.block_m)) * (-(-n // self.block_n)), 1, 1)
+    def tiles(self, m: int, n: int) -> int:
+        return (-(-m // self.block_m)) * (-(-n // self.block_n))
+
+    def tile_units(self, m: int, n: int) -> int:
+        """C tiles, a cluster's tiles (cluster_m x cluster_n adjacent ones) counted once."""
+        s = self.schedule
+        return (-(-(-(-m // self.block_m)) // s.cluster_m)) * (-(-(-(-n // self.block_n)) // s.cluster_n))
+
+    def units(self, m: int, n: int, batch: int = 1) -> int:
+        """Work units: each product's tile units, each in split_k slices of K."""
+        return self.tile_units(m, n) * self.schedule.split_k * batch
+
+    def workspace_bytes(self, m: int, n: int, batch: int = 1) -> int:
+        """Split-K's global workspace: split_k fp32 partial planes of each product's C, then one
+        4-byte counter per C tile (zero between launches: the CTA that sums a tile resets it)."""
+        s = self.schedule
+        if s.split_k == 1:
+            return 0
+        return self.counters_offset(m, n, batch) + 4 * self.tile_units(m, n) * s.cluster_size * batch
+
+    def counters_offset(self, m: int, n: int, batch: int = 1) -> int:
+        return -(-(self.schedule.split_k * batch * m * n * 4) // 256) * 256
+
+    def grid(self, m: int, n: int, resident_clusters: int = 0, batch: int = 1) -> tuple[int, int, int]:
+        """1-D: the kernel maps launch order onto C tiles by the schedule's raster. A persistent
+        kernel launches as many clusters as can be resident at once (`resident_clusters`, read
+        off the device), at most one per work unit, and each walks the units."""
+        s = self.schedule
+        units = self.units(m, n, batch)
+        if not s.persistent:
+            return (units * s.cluster_size, 1, 1)
+        if resident_clusters < 1:
+            raise ValueError("a persistent kernel's grid needs the number of resident clusters")
+        return (min(units, resident_clusters) * s.cluster_size, 1, 1)
 
     def mma_offsets(self):
         """Byte offsets of each WGMMA's A (per k16 step, per m64 block) and B (per k16 step)."""

@@ -38,7 +38,7 @@ def build_ring_kernel(config):
     LOADS, MMAS = not config.mma_loop_only, not config.load_loop_only
     setup, probe_start, probe_finish, load_k_tile, mma_k_tile, epilogue, zeros = kernel_parts(config)
 
-    def ring_kernel(tmap_a, tmap_b, c, ldc, m, n, k, pair_ok, probe):
+    def ring_kernel(tmap_a, tmap_b, tmap_c, c, ldc, m, n, k, pair_ok, probe, workspace, batch, batched):
         probe_start(probe)
         smem = cuda.shared.array(0, uint8, alignment=1024)
         base, off_m, off_n = setup(smem, tmap_a, tmap_b, m, n)
@@ -48,10 +48,10 @@ def build_ring_kernel(config):
         if tid == 0:
             if LOADS:  # prefill: guarded for a K loop shorter than the ring
                 for stage in range(min(num_iters, STAGES)):
-                    load_k_tile(base, stage, stage, off_m, off_n, tmap_a, tmap_b)
+                    load_k_tile(base, stage, stage, off_m, off_n, tmap_a, tmap_b, 0)
             else:      # mma_loop_only: every stage once, and wait for it
                 for stage in range(STAGES):
-                    load_k_tile(base, stage, stage, off_m, off_n, tmap_a, tmap_b)
+                    load_k_tile(base, stage, stage, off_m, off_n, tmap_a, tmap_b, 0)
                 for stage in range(STAGES):
                     ptx.mbarrier_wait(base + FULL + 8 * stage, 0)
 
@@ -80,7 +80,7 @@ def build_ring_kernel(config):
 
                 preload = it + STAGES
                 if preload < num_iters and tid == 0:
-                    load_k_tile(base, preload % STAGES, preload, off_m, off_n, tmap_a, tmap_b)
+                    load_k_tile(base, preload % STAGES, preload, off_m, off_n, tmap_a, tmap_b, 0)
             cuda.syncthreads()
 
         epilogue(acc, c, ldc, m, n, off_m, off_n, pair_ok)

@@ -22,7 +22,7 @@ def build_serial_kernel(config):
     FULL = config.barrier_offset
     setup, probe_start, probe_finish, load_k_tile, mma_k_tile, epilogue, zeros = kernel_parts(config)
 
-    def serial_kernel(tmap_a, tmap_b, c, ldc, m, n, k, pair_ok, probe):
+    def serial_kernel(tmap_a, tmap_b, tmap_c, c, ldc, m, n, k, pair_ok, probe, workspace, batch, batched):
         probe_start(probe)
         smem = cuda.shared.array(0, uint8, alignment=1024)
         base, off_m, off_n = setup(smem, tmap_a, tmap_b, m, n)
@@ -34,7 +34,7 @@ def build_serial_kernel(config):
         for it in range(num_iters):
             # load, and wait for it
             if tid == 0:
-                load_k_tile(base, 0, it, off_m, off_n, tmap_a, tmap_b)
+                load_k_tile(base, 0, it, off_m, off_n, tmap_a, tmap_b, 0)
                 ptx.mbarrier_wait(base + FULL, phase)
             phase ^= 1
             cuda.syncthreads()

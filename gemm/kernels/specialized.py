@@ -50,7 +50,7 @@ def build_specialized_kernel(config):
     LIMITED = PREFETCH < STAGES
     setup, probe_start, probe_finish, load_k_tile, mma_k_tile, epilogue, zeros = kernel_parts(config)
 
-    def specialized_kernel(tmap_a, tmap_b, c, ldc, m, n, k, pair_ok, probe):
+    def specialized_kernel(tmap_a, tmap_b, tmap_c, c, ldc, m, n, k, pair_ok, probe, workspace, batch, batched):
         probe_start(probe)
         smem = cuda.shared.array(0, uint8, alignment=1024)
         base, off_m, off_n = setup(smem, tmap_a, tmap_b, m, n)
@@ -70,7 +70,7 @@ def build_specialized_kernel(config):
                         gate_stage += 1
                         if gate_stage == STAGES:
                             gate_stage, gate_phase = 0, gate_phase ^ 1
-                    load_k_tile(base, stage, it, off_m, off_n, tmap_a, tmap_b)
+                    load_k_tile(base, stage, it, off_m, off_n, tmap_a, tmap_b, 0)
                     stage += 1
                     if stage == STAGES:
                         stage, phase = 0, phase ^ 1

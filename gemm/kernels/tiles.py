@@ -10,35 +10,53 @@ from ..smem_layout import ELEMENT_BYTES
 
 
 def _make_operand_loader(layout, region_offset):
-    """`load(smem_base, stage, k0, mn0, tmap, full)`: the TMA boxes of one operand's
-    K tile (A: mn0 = off_m; B: mn0 = off_n) into its ring slot `stage`."""
+    """`load(smem_base, stage, k0, mn0, tmap, full, rank)`: the TMA boxes of one operand's
+    K tile (A: mn0 = off_m; B: mn0 = off_n) into its ring slot `stage`. An operand shared by
+    a cluster (layout.parts > 1) is loaded 1/parts by each CTA (the part of its `rank` in the
+    cluster) and multicast into every CTA of the cluster; any other operand is loaded whole."""
     TILE, BOXES, BOX_BYTES, STEP = layout.tile_bytes, layout.boxes, layout.box_bytes, layout.row_elems
     K_MAJOR = layout.major == "k"
+    PARTS = layout.parts
+    MULTICAST = PARTS > 1
+    MASK = (1 << PARTS) - 1
+    PART_ROWS = layout.mn // PARTS                 # K-major: a part is a slab of rows
+    PART_BYTES = PART_ROWS * layout.width
+    PART_BOXES = BOXES // PARTS if not K_MAJOR else BOXES   # MN-major: a part is whole boxes
 
     @register_jitable(inline="always")
-    def load(smem_base, stage, k0, mn0, tmap, full):
-        for i in range(BOXES):
-            dst = smem_base + region_offset + stage * TILE + i * BOX_BYTES
+    def copy(dst, tmap, inner, outer, full):
+        if MULTICAST:
+            ptx.tma_load_2d_multicast(dst, tmap, inner, outer, full, MASK)
+        else:
+            ptx.tma_load_2d(dst, tmap, inner, outer, full)
+
+    @register_jitable(inline="always")
+    def load(smem_base, stage, k0, mn0, tmap, full, rank):
+        part = rank if MULTICAST else 0   # an operand the CTA loads whole ignores its rank
+        tile = smem_base + region_offset + stage * TILE
+        for j in range(PART_BOXES):
             if K_MAJOR:    # the tensor map is [MN rows, K columns]: boxes step along K
-                ptx.tma_load_2d(dst, tmap, k0 + i * STEP, mn0, full)
+                copy(tile + j * BOX_BYTES + part * PART_BYTES, tmap, k0 + j * STEP, mn0 + part * PART_ROWS, full)
             else:          # [K rows, MN columns]: boxes step along MN
-                ptx.tma_load_2d(dst, tmap, mn0 + i * STEP, k0, full)
+                i = part * PART_BOXES + j
+                copy(tile + i * BOX_BYTES, tmap, mn0 + i * STEP, k0, full)
     return load
 
 
 def make_tile_loader(config):
-    """`load(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b)`: one thread
-    announces the K tile's bytes on the stage's mbarrier and issues its TMA boxes."""
+    """`load(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank)`: one thread
+    announces the K tile's bytes on the stage's mbarrier and issues its TMA boxes (in a
+    cluster, its part of a shared operand; `rank` is its rank in the cluster)."""
     load_a = _make_operand_loader(config.a_layout, config.a_offset)
     load_b = _make_operand_loader(config.b_layout, config.b_offset)
     BARRIERS, BK, TX = config.barrier_offset, config.block_k, config.tx_bytes
 
     @register_jitable(inline="always")
-    def load(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b):
+    def load(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank):
         full = uint32(smem_base + BARRIERS + 8 * stage)
-        ptx.mbarrier_arrive_expect_tx(full, TX)
-        load_a(smem_base, stage, k_tile * BK, off_m, tmap_a, full)
-        load_b(smem_base, stage, k_tile * BK, off_n, tmap_b, full)
+        ptx.mbarrier_arrive_expect_tx(full, TX)   # the whole tile: partners multicast the rest
+        load_a(smem_base, stage, k_tile * BK, off_m, tmap_a, full, rank)
+        load_b(smem_base, stage, k_tile * BK, off_n, tmap_b, full, rank)
     return load
 
 
@@ -49,7 +67,7 @@ def make_tile_mma(config):
     a, b = config.a_layout, config.b_layout
     a_offsets, b_offsets = config.mma_offsets()
     k_tile = ptx.wgmma_k_tile(config.block_n, config.dtype, a.transpose_bit, b.transpose_bit,
-                              a_offsets, b_offsets)
+                              a_offsets, b_offsets, config.schedule.accumulate)
     A_BITS, B_BITS = a.descriptor_bits, b.descriptor_bits
     A_TILE, B_TILE = a.tile_bytes, b.tile_bytes
     A_BASE, B_BASE = config.a_offset, config.b_offset
@@ -67,7 +85,7 @@ def make_epilogue(config):
     """`store(acc, c, ldc, m, n, off_m, off_n, pair_ok)`: cast the fp32 fragment to
     C's dtype and write it, skipping elements past M and N. Consumer warpgroup w
     (threads 128w..128w+127) holds rows w * rows_per_warpgroup on."""
-    store = ptx.store_accumulators(config.m_blocks, config.block_n, config.dtype)
+    store = ptx.store_accumulators(config.m_blocks, config.block_n, config.dtype, config.schedule.accumulate)
     ELEM, ROWS = ELEMENT_BYTES, config.schedule.rows_per_warpgroup
 
     @register_jitable(inline="always")
@@ -81,33 +99,48 @@ def make_epilogue(config):
     return epilogue
 
 
-def make_tile_corner(config):
-    """`off_m, off_n = corner(m, n)`: the C tile of this CTA. The grid is 1-D and
-    the schedule's raster order maps launch order onto tiles, the same mapping the
-    model uses (sim.engines.tile_order): "row" walks along N first, "column" along
-    M, "grouped" walks G tile rows column by column."""
+def make_unit_corner(config):
+    """`off_m, off_n = corner(unit, m, n, rank)`: the C tile of work unit `unit` for the CTA
+    of cluster rank `rank`. A unit is a cluster's cluster_m x cluster_n adjacent tiles (one
+    tile without clusters); the schedule's raster order maps unit indices onto the grid of
+    units, the same mapping the model uses (sim.engines.tile_order): "row" walks along N
+    first, "column" along M, "grouped" walks G unit rows column by column."""
     BM, BN = config.block_m, config.block_n
     RASTER, G = config.schedule.raster, config.schedule.raster_group
+    CM, CN = config.schedule.cluster_m, config.schedule.cluster_n
+
+    @register_jitable(inline="always")
+    def corner(unit, m, n, rank):
+        units_m = ptx.div_u32(ptx.div_u32(m + (BM - 1), BM) + (CM - 1), CM)
+        units_n = ptx.div_u32(ptx.div_u32(n + (BN - 1), BN) + (CN - 1), CN)
+        if RASTER == "row":
+            row = ptx.div_u32(unit, units_n)
+            col = unit - row * units_n
+        elif RASTER == "column":
+            col = ptx.div_u32(unit, units_m)
+            row = unit - col * units_m
+        else:
+            group = ptx.div_u32(unit, G * units_n)
+            first = group * G
+            size = min(G, units_m - first)
+            local = unit - group * (G * units_n)
+            row = first + ptx.rem_u32(local, size)
+            col = ptx.div_u32(local, size)
+        if CM > 1:
+            row = row * CM + rank
+        if CN > 1:
+            col = col * CN + rank
+        return row * BM, col * BN
+    return corner
+
+
+def make_tile_corner(config):
+    """`off_m, off_n = corner(m, n)`: the C tile of this CTA, one tile per CTA in launch order."""
+    unit_corner = make_unit_corner(config)
 
     @register_jitable(inline="always")
     def corner(m, n):
-        tile = cuda.blockIdx.x
-        tiles_m = ptx.div_u32(m + (BM - 1), BM)
-        tiles_n = ptx.div_u32(n + (BN - 1), BN)
-        if RASTER == "row":
-            row = ptx.div_u32(tile, tiles_n)
-            col = tile - row * tiles_n
-        elif RASTER == "column":
-            col = ptx.div_u32(tile, tiles_m)
-            row = tile - col * tiles_m
-        else:
-            group = ptx.div_u32(tile, G * tiles_n)
-            first = group * G
-            size = min(G, tiles_m - first)
-            local = tile - group * (G * tiles_n)
-            row = first + ptx.rem_u32(local, size)
-            col = ptx.div_u32(local, size)
-        return row * BM, col * BN
+        return unit_corner(cuda.blockIdx.x, m, n, 0)
     return corner
 
 
@@ -118,7 +151,7 @@ def make_block_setup(config):
     kernel one empty mbarrier per stage (one arrival per consumer warp); then the
     block syncs."""
     BARRIERS, STAGES = config.barrier_offset, config.stages
-    EMPTY, CONSUMER_WARPS = config.empty_barrier_offset, config.consumer_warps
+    EMPTY, EMPTY_ARRIVALS = config.empty_barrier_offset, config.empty_arrivals
     corner = make_tile_corner(config)
 
     @register_jitable(inline="always")
@@ -130,7 +163,7 @@ def make_block_setup(config):
             for s in range(STAGES):
                 ptx.mbarrier_init(base + BARRIERS + 8 * s, 1)
                 if EMPTY >= 0:
-                    ptx.mbarrier_init(base + EMPTY + 8 * s, CONSUMER_WARPS)
+                    ptx.mbarrier_init(base + EMPTY + 8 * s, EMPTY_ARRIVALS)
             ptx.fence_mbarrier_init()
         cuda.syncthreads()
         off_m, off_n = corner(m, n)
@@ -176,6 +209,7 @@ def kernel_parts(config):
     """Every piece above, made for one config, in the order the kernels unpack them:
     setup, probe_start, probe_finish, load_k_tile, mma_k_tile, epilogue, zeros."""
     probe_start, probe_finish = make_clock_probe(config)
-    zeros = ptx.accumulator_zeros(config.m_blocks * config.block_n // 2)
+    zeros = ptx.accumulator_zeros(ptx.accumulator_count(config.m_blocks, config.block_n, config.schedule.accumulate),
+                                  config.schedule.accumulate)
     return (make_block_setup(config), probe_start, probe_finish, make_tile_loader(config),
             make_tile_mma(config), make_epilogue(config), zeros)

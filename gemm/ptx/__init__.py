@@ -1,32 +1,43 @@
 """The PTX this project writes itself, once, as Numba intrinsics.
 
   mbarrier   init / arrive / arrive.expect_tx / try_wait.parity loop / init fence
-  fences     fence.proxy.async, tensormap acquire, elect.sync
+  fences     fence.proxy.async, tensormap acquire, named barriers, elect.sync
   shared     shared-window address of a shared array
   tma        2-D tensor loads (completing on an mbarrier) and stores (bulk groups)
-  wgmma      fence / mma_async over a K tile / commit_group / wait_group
-  fragment   accumulator zeros and the bounded store of a WGMMA fragment
+  cluster    cluster rank and barrier, remote mbarrier arrive, multicast TMA load
+  registers  setmaxnreg (a warpgroup gives registers back or takes them)
+  wgmma      fence / mma_async over a K tile (fp32 or fp16 accumulators) / commit / wait
+  fragment   accumulator zeros, the bounded store of a WGMMA fragment, and its stmatrix
+             into a swizzled shared-memory C tile
+  memory     split-K's global fence, tile counter, and fp32 partial fragments
   timers     %clock64, %globaltimer, %smid (clock probes)
   integer    32-bit division (a 64-bit one is a call, which serializes WGMMA)
 Kernels and microbenchmarks import from here; no other module writes PTX.
 """
-from .fences import elect_one, fence_proxy_async_shared, fence_tensormap_acquire
+from .cluster import cluster_ctarank, cluster_sync, mbarrier_arrive_cluster, tma_load_2d_multicast
+from .fences import elect_one, fence_proxy_async_shared, fence_tensormap_acquire, named_barrier_sync
 from .integer import div_u32, rem_u32
-from .fragment import accumulator_zeros, fragment_coords, store_accumulators
+from .fragment import accumulator_zeros, fragment_coords, stage_accumulators, store_accumulators
+from .registers import setmaxnreg_dec, setmaxnreg_inc
+from .memory import add_partial, atomic_add_u32, fence_gpu, st_global_u32
 from .mbarrier import (fence_mbarrier_init, mbarrier_arrive, mbarrier_arrive_expect_tx,
                        mbarrier_init, mbarrier_wait)
 from .shared import ld_shared_u32, shared_base, st_shared_u32
 from .timers import clock64, globaltimer, smid, st_global_u64
-from .tma import bulk_commit_group, bulk_wait_group_read, tma_load_2d, tma_store_2d
-from .wgmma import smem_descriptor, wgmma_commit_group, wgmma_fence, wgmma_k_tile, wgmma_wait_group
+from .tma import bulk_commit_group, bulk_wait_group, bulk_wait_group_read, tma_load_2d, tma_store_2d
+from .wgmma import (accumulator_count, smem_descriptor, wgmma_commit_group, wgmma_fence, wgmma_k_tile,
+                    wgmma_wait_group)
 
 __all__ = [
-    "elect_one", "fence_proxy_async_shared", "fence_tensormap_acquire",
+    "cluster_ctarank", "cluster_sync", "mbarrier_arrive_cluster", "tma_load_2d_multicast",
+    "elect_one", "fence_proxy_async_shared", "fence_tensormap_acquire", "named_barrier_sync",
     "div_u32", "rem_u32",
-    "accumulator_zeros", "fragment_coords", "store_accumulators",
+    "accumulator_zeros", "fragment_coords", "stage_accumulators", "store_accumulators",
+    "setmaxnreg_dec", "setmaxnreg_inc",
+    "add_partial", "atomic_add_u32", "fence_gpu", "st_global_u32",
     "fence_mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_init",
     "mbarrier_wait", "shared_base", "ld_shared_u32", "st_shared_u32",
     "clock64", "globaltimer", "smid", "st_global_u64",
-    "bulk_commit_group", "bulk_wait_group_read", "tma_load_2d", "tma_store_2d",
-    "smem_descriptor", "wgmma_commit_group", "wgmma_fence", "wgmma_k_tile", "wgmma_wait_group",
+    "bulk_commit_group", "bulk_wait_group", "bulk_wait_group_read", "tma_load_2d", "tma_store_2d",
+    "accumulator_count", "smem_descriptor", "wgmma_commit_group", "wgmma_fence", "wgmma_k_tile", "wgmma_wait_group",
 ]

@@ -44,6 +44,8 @@ def asm_intrinsic(name, ptx, constraints, argtypes=(), restype=None, doc=None):
     from numba.cuda.typing import signature
 
     result = {None: VOID, types.uint32: I32, types.uint64: I64}[restype]
+    if len(argtypes) > 6:
+        raise ValueError(f"{name}: at most 6 arguments")
     sig = signature(restype or types.void, *argtypes)
 
     def codegen(context, builder, sig_, args):
@@ -59,7 +61,8 @@ def asm_intrinsic(name, ptx, constraints, argtypes=(), restype=None, doc=None):
              2: lambda typingctx, a, b: resolve(),
              3: lambda typingctx, a, b, c: resolve(),
              4: lambda typingctx, a, b, c, d: resolve(),
-             5: lambda typingctx, a, b, c, d, e: resolve()}[len(argtypes)]
+             5: lambda typingctx, a, b, c, d, e: resolve(),
+             6: lambda typingctx, a, b, c, d, e, f: resolve()}[len(argtypes)]
     typer.__name__ = typer.__qualname__ = name
     typer.__doc__ = doc
     return intrinsic(typer)

@@ -4,7 +4,10 @@ Layout of m64nNk16 fp32 accumulators (PTX ISA, "wgmma register fragments"):
 thread t of the warpgroup holds, for each 8-column group j, registers
 4j..4j+3 = rows g and g+8, columns 8j + 2q and +1, where g = 16*(t/32) + (t%32)/4
 and q = t%4. Several m64 blocks follow one another in the tuple.
-The store walks that layout at compile time, so every tuple index is a constant.
+fp16 accumulators hold the same pairs packed, one register a pair (index // 2).
+The stores walk that layout at compile time, so every tuple index is a constant:
+`store_accumulators` writes straight to global memory, `stage_accumulators` converts
+and writes the fragment into a swizzled shared-memory tile with stmatrix, for a TMA store.
 """
 from functools import lru_cache
 
@@ -19,17 +22,31 @@ CONVERT = {"float16": "cvt.rn.f16x2.f32", "bfloat16": "cvt.rn.bf16x2.f32"}
 OUT_DTYPES = ("float16", "bfloat16", "float32")
 
 
+ACCUMULATOR_TYPES = {"float32": types.float32, "float16": types.uint32}  # fp16: packed pairs
+
+
 @lru_cache(maxsize=None)
-def accumulator_zeros(count):
-    """An intrinsic `f() -> UniTuple(float32, count)` of zeros."""
-    acc_type = types.UniTuple(types.float32, count)
+def accumulator_zeros(count, accumulate="float32"):
+    """An intrinsic `f() -> UniTuple(float32 | uint32, count)` of zeros."""
+    element = ACCUMULATOR_TYPES[accumulate]
+    acc_type = types.UniTuple(element, count)
+    zero = 0.0 if accumulate == "float32" else 0
 
     @intrinsic
     def zeros(typingctx):
         def codegen(context, builder, sig, args):
-            return context.get_constant_generic(builder, acc_type, (0.0,) * count)
+            return context.get_constant_generic(builder, acc_type, (zero,) * count)
         return signature(acc_type), codegen
     return zeros
+
+
+def _packed_pair(builder, acc, index, out_dtype, accumulate):
+    """The 32-bit word holding the column pair at fp32-layout index `index` in C's dtype."""
+    if accumulate == "float16":
+        return builder.extract_value(acc, index // 2)  # already fp16x2
+    lo = builder.extract_value(acc, index)
+    hi = builder.extract_value(acc, index + 1)
+    return emit(builder, f"{CONVERT[out_dtype]} $0, $2, $1;", "=r,f,f", (lo, hi), I32)
 
 
 def fragment_coords(m_blocks, n):
@@ -43,7 +60,7 @@ def fragment_coords(m_blocks, n):
 
 
 @lru_cache(maxsize=None)
-def store_accumulators(m_blocks, n, out_dtype):
+def store_accumulators(m_blocks, n, out_dtype, accumulate="float32"):
     """An intrinsic `f(acc, corner, ld, rows_left, cols_left, pair_ok)` that
     converts the fragment to `out_dtype` and stores it to global memory.
 
@@ -54,13 +71,16 @@ def store_accumulators(m_blocks, n, out_dtype):
     address and row stride keep pairs 4-byte aligned."""
     if out_dtype not in OUT_DTYPES:
         raise ValueError(f"output dtype must be one of {OUT_DTYPES}, got {out_dtype!r}")
-    total = m_blocks * n // 2
-    acc_type = types.UniTuple(types.float32, total)
+    if accumulate == "float16" and out_dtype != "float16":
+        raise ValueError("fp16 accumulators are stored as fp16")
+    total = m_blocks * n // (2 if accumulate == "float32" else 4)
+    acc_type = types.UniTuple(ACCUMULATOR_TYPES[accumulate], total)
     elem_bytes = 4 if out_dtype == "float32" else 2
     coords = tuple(fragment_coords(m_blocks, n))
 
     def store(builder, addr, value, ty):
-        builder.store(value, builder.inttoptr(addr, ir.PointerType(ty, addrspace=1)), align=ty.width // 8)
+        align = 4 if ty is F32 else ty.width // 8
+        builder.store(value, builder.inttoptr(addr, ir.PointerType(ty, addrspace=1)), align=align)
 
     @intrinsic
     def store_fragment(typingctx, acc, corner, ld, rows_left, cols_left, pair_ok):
@@ -74,15 +94,15 @@ def store_accumulators(m_blocks, n, out_dtype):
                 second_in = builder.and_(row_in, builder.icmp_signed("<", ir.Constant(I32, col + 1), cols_v))
                 addr = builder.add(corner_v, builder.add(builder.mul(row_bytes, ir.Constant(I64, row)),
                                                          ir.Constant(I64, col * elem_bytes)))
-                lo = builder.extract_value(acc_v, index)
-                hi = builder.extract_value(acc_v, index + 1)
                 if out_dtype == "float32":
+                    lo = builder.extract_value(acc_v, index)
+                    hi = builder.extract_value(acc_v, index + 1)
                     with builder.if_then(first_in):
                         store(builder, addr, lo, F32)
                     with builder.if_then(second_in):
                         store(builder, builder.add(addr, ir.Constant(I64, 4)), hi, F32)
                     continue
-                packed = emit(builder, f"{CONVERT[out_dtype]} $0, $2, $1;", "=r,f,f", (lo, hi), I32)
+                packed = _packed_pair(builder, acc_v, index, out_dtype, accumulate)
                 whole = builder.and_(second_in, pair_flag)
                 with builder.if_else(whole) as (as_word, as_halves):
                     with as_word:
@@ -97,3 +117,44 @@ def store_accumulators(m_blocks, n, out_dtype):
         return signature(types.void, acc_type, types.uint64, types.int64, types.int32, types.int32,
                          types.uint32), codegen
     return store_fragment
+
+
+@lru_cache(maxsize=None)
+def stage_accumulators(m_blocks, n, out_dtype, accumulate, swizzle, box_bytes):
+    """An intrinsic `f(acc, region, lane_row, lane_half)` that converts the fragment to
+    `out_dtype` and writes it with stmatrix into a warpgroup's C tile in shared memory at
+    `region`: boxes of swizzle/2 columns by all rows, `box_bytes` apart, each row `swizzle`
+    bytes, its 16-byte chunks XOR-swizzled as TMA expects (so a TMA store of each box
+    writes C). One stmatrix.x4 writes a 16x16 block of a warp's 16 rows: its four 8x8
+    matrices are (rows 0-7 | 8-15) x (columns 0-7 | 8-15), matrix i taking lane i*8+r's
+    address of row r. lane_row = 16 * warp + 8 * (i % 2) + r and lane_half = i // 2 give
+    that row and 8-column half for this lane."""
+    if out_dtype not in CONVERT:
+        raise ValueError(f"a staged C tile is 16-bit, got {out_dtype!r}")
+    per_block = n // 2          # fp32-layout registers per m64 block
+    total = m_blocks * per_block // (1 if accumulate == "float32" else 2)
+    acc_type = types.UniTuple(ACCUMULATOR_TYPES[accumulate], total)
+    cols_per_box = swizzle // 2
+    chunks = swizzle // 16
+    STMATRIX = "stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {$1, $2, $3, $4};"
+
+    @intrinsic
+    def stage_fragment(typingctx, acc, region, lane_row, lane_half):
+        def codegen(context, builder, sig, args):
+            acc_v, region_v, row_v, half_v = args
+            const = lambda v: ir.Constant(I32, v)  # noqa: E731
+            # the row's swizzle: 16-byte chunk c of row r sits at chunk c ^ ((r * swizzle >> 7) % chunks)
+            xor = builder.and_(builder.lshr(builder.mul(row_v, const(swizzle)), const(7)), const(chunks - 1))
+            for mb in range(m_blocks):
+                row_addr = builder.add(region_v, builder.mul(builder.add(row_v, const(64 * mb)), const(swizzle)))
+                for jj in range(n // 16):
+                    box, col = divmod(16 * jj, cols_per_box)
+                    chunk = builder.xor(builder.or_(const(col // 8), half_v), xor)
+                    addr = builder.add(builder.add(row_addr, const(box * box_bytes)),
+                                       builder.mul(chunk, const(16)))
+                    base = mb * per_block + 8 * jj
+                    words = [_packed_pair(builder, acc_v, base + 2 * i, out_dtype, accumulate) for i in range(4)]
+                    emit(builder, STMATRIX, "r,r,r,r,r", [addr] + words)
+            return context.get_dummy_value()
+        return signature(types.void, acc_type, types.uint32, types.uint32, types.uint32), codegen
+    return stage_fragment

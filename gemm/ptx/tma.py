@@ -30,3 +30,7 @@ bulk_commit_group = asm_intrinsic(
 bulk_wait_group_read = asm_count_intrinsic(
     "bulk_wait_group_read", "cp.async.bulk.wait_group.read {n};",
     doc="bulk_wait_group_read(n): wait until at most n bulk groups still read their shared source.")
+
+bulk_wait_group = asm_count_intrinsic(
+    "bulk_wait_group", "cp.async.bulk.wait_group {n};",
+    doc="bulk_wait_group(n): wait until at most n bulk groups are still in flight (writes done).")

@@ -2,10 +2,11 @@
 
 `wgmma_k_tile(...)` makes the intrinsic that multiplies one K tile held in shared
 memory: for each k16 step and each 64-row block it issues
-  wgmma.mma_async.sync.aligned.m64n{N}k16.f32.{t}.{t} {d...}, descA, descB, p, 1, 1, tA, tB;
-with the descriptors advanced by compile-time offsets. The fp32 accumulators are
-one `UniTuple(float32, m_blocks * N / 2)` (N/2 registers per m64 block and
-thread), tied in and out of the asm so that they never leave registers.
+  wgmma.mma_async.sync.aligned.m64n{N}k16.{acc}.{t}.{t} {d...}, descA, descB, p, 1, 1, tA, tB;
+with the descriptors advanced by compile-time offsets. fp32 accumulators are one
+`UniTuple(float32, m_blocks * N / 2)` (N/2 registers per m64 block and thread); fp16
+accumulators (fp16 inputs only) pack two to a register, `UniTuple(uint32, m_blocks * N / 4)`.
+Either is tied in and out of the asm so that it never leaves registers.
 A single instruction is the case k_steps = m_blocks = 1.
 """
 from functools import lru_cache
@@ -15,7 +16,7 @@ from numba.cuda import types
 from numba.cuda.extending import intrinsic
 from numba.cuda.typing import signature
 
-from ._asm import F32, I64, asm_count_intrinsic, asm_intrinsic, emit
+from ._asm import F32, I32, I64, asm_count_intrinsic, asm_intrinsic, emit
 
 WGMMA_N = tuple(range(8, 257, 8))
 PTX_TYPE = {"float16": "f16", "bfloat16": "bf16"}
@@ -35,20 +36,30 @@ wgmma_wait_group = asm_count_intrinsic(
     doc="wgmma_wait_group(n): wait until at most n WGMMA groups are in flight.")
 
 
-def mma_ptx(n, dtype, regs, desc_a, desc_b, scale_d, trans_a, trans_b):
+ACCUMULATORS = {"float32": ("f32", "=f", types.float32, 2),   # PTX type, constraint, numba type,
+                "float16": ("f16", "=r", types.uint32, 4)}    # columns of N per register
+
+
+def accumulator_count(m_blocks, n, accumulate="float32"):
+    """Accumulator registers per thread for m_blocks m64 blocks of width n."""
+    return m_blocks * n // ACCUMULATORS[accumulate][3]
+
+
+def mma_ptx(n, dtype, regs, desc_a, desc_b, scale_d, trans_a, trans_b, accumulate="float32"):
     """The text of one wgmma.mma_async (registers and descriptors by name)."""
     t = PTX_TYPE[dtype]
-    return (f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} "
+    acc = ACCUMULATORS[accumulate][0]
+    return (f"wgmma.mma_async.sync.aligned.m64n{n}k16.{acc}.{t}.{t} "
             f"{{{', '.join(regs)}}}, {desc_a}, {desc_b}, {scale_d}, 1, 1, {trans_a}, {trans_b};")
 
 
-def k_tile_ptx(n, dtype, trans_a, trans_b, a_offsets, b_offsets):
+def k_tile_ptx(n, dtype, trans_a, trans_b, a_offsets, b_offsets, accumulate="float32"):
     """The asm body for one K tile. a_offsets[k][m] and b_offsets[k] are byte
     offsets from the descriptors' start addresses. Operands: $0.. the
     accumulators (outputs, tied to the next as many inputs), then descA, descB,
     scale_d."""
     k_steps, m_blocks = len(a_offsets), len(a_offsets[0])
-    per_block = n // 2
+    per_block = accumulator_count(1, n, accumulate)
     total = m_blocks * per_block
     da, db, sd = f"${2 * total}", f"${2 * total + 1}", f"${2 * total + 2}"
     lines = ["{", ".reg .pred first, always;", ".reg .b64 adesc, bdesc;",
@@ -59,13 +70,13 @@ def k_tile_ptx(n, dtype, trans_a, trans_b, a_offsets, b_offsets):
             lines.append(f"add.s64 adesc, {da}, {a_offsets[k][m] >> 4};")
             regs = [f"${m * per_block + r}" for r in range(per_block)]
             lines.append(mma_ptx(n, dtype, regs, "adesc", "bdesc", "first" if k == 0 else "always",
-                                 trans_a, trans_b))
+                                 trans_a, trans_b, accumulate))
     lines.append("}")
     return "\n".join(lines), total
 
 
 @lru_cache(maxsize=None)
-def wgmma_k_tile(n, dtype, trans_a, trans_b, a_offsets, b_offsets):
+def wgmma_k_tile(n, dtype, trans_a, trans_b, a_offsets, b_offsets, accumulate="float32"):
     """An intrinsic `f(acc, desc_a, desc_b, scale_d) -> acc` that issues the
     WGMMAs of one K tile. scale_d = 0 makes the first k16 step overwrite the
     accumulators (no zero fill needed), 1 accumulates."""
@@ -73,9 +84,13 @@ def wgmma_k_tile(n, dtype, trans_a, trans_b, a_offsets, b_offsets):
         raise ValueError(f"WGMMA N must be a multiple of 8 in 8..256, got {n}")
     if dtype not in PTX_TYPE:
         raise ValueError(f"WGMMA inputs must be one of {tuple(PTX_TYPE)}, got {dtype!r}")
-    body, total = k_tile_ptx(n, dtype, trans_a, trans_b, a_offsets, b_offsets)
-    acc_type = types.UniTuple(types.float32, total)
-    constraints = ",".join(["=f"] * total + [str(i) for i in range(total)] + ["l", "l", "r"])
+    if accumulate not in ACCUMULATORS or (accumulate == "float16" and dtype != "float16"):
+        raise ValueError(f"accumulate={accumulate!r} with {dtype} inputs: WGMMA accumulates fp16 "
+                         "inputs in float32 or float16, bf16 inputs in float32")
+    body, total = k_tile_ptx(n, dtype, trans_a, trans_b, a_offsets, b_offsets, accumulate)
+    _, out_constraint, element, _ = ACCUMULATORS[accumulate]
+    acc_type = types.UniTuple(element, total)
+    constraints = ",".join([out_constraint] * total + [str(i) for i in range(total)] + ["l", "l", "r"])
 
     @intrinsic
     def mma_k_tile(typingctx, acc, desc_a, desc_b, scale_d):
@@ -83,7 +98,7 @@ def wgmma_k_tile(n, dtype, trans_a, trans_b, a_offsets, b_offsets):
             acc_in, a, b, s = args
             regs = [builder.extract_value(acc_in, i) for i in range(total)]
             out = emit(builder, body, constraints, regs + [a, b, s],
-                       ir.LiteralStructType([F32] * total))
+                       ir.LiteralStructType([F32 if accumulate == "float32" else I32] * total))
             result = context.get_constant_undef(acc_type)
             for i in range(total):
                 result = builder.insert_value(result, builder.extract_value(out, i), i)

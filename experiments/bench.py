@@ -1,0 +1,253 @@
+"""The benchmark: gemm.matmul against the faster of torch.matmul (cuBLASLt) and cupy.matmul
+(cuBLAS) over the public shape suite, and the version ladder at 8192^3.
+
+  python -m experiments.bench                    # the suite and the ladder -> shapes.csv, ladder.csv
+  python -m experiments.bench --suite            # only the suite
+  python -m experiments.bench --ladder           # only the ladder (v1..v7 at 8192^3)
+  python -m experiments.bench --shapes sq4096,llama7b-qkv   # a subset of the suite, by name
+  python -m experiments.bench --schedule v7      # every suite shape on one preset, not the default
+  python -m experiments.bench --sweep v7,v7:block_n=192 --shapes sq4096   # candidates -> sweep.csv
+  python -m experiments.bench --check            # the ladder again: fail if a preset's ratio to
+                                                 # cuBLAS falls more than 10% below ladder.csv's
+
+Each row: fresh random inputs (C of unit variance), A [M, K] row-major and B = W.T for a
+weight W [N, K], as the suite says; our output (poisoned with NaN first) checked against a
+float64 reference, every element; then ours, torch.matmul and cupy.matmul on the same
+inputs, each alone in blocks (experiments.timing.time_blocks: 5 warm-up runs, 3 rounds of
+10 CUDA-event-timed runs, the contenders' blocks alternating), the median. ratio = ours over
+the faster of torch and cupy (cupy has no bf16: torch alone there). Needs the H200.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import json
+import math
+import sys
+from pathlib import Path
+
+from gemm.schedule import PRESETS, from_spec
+
+from .timing import time_blocks, tflops
+
+SUITE = Path(__file__).with_name("shapes.json")
+RESULTS = Path(__file__).parent / "results" / "h200-sxm"
+SHAPE_COLUMNS = ["suite", "name", "m", "n", "k", "batch", "dtype", "schedule", "ours_tflops", "torch_tflops",
+                 "cupy_tflops", "ratio", "correct", "rel_err", "ours_ms", "torch_ms", "cupy_ms", "gb_per_s",
+                 "gpu", "date"]
+LADDER_COLUMNS = ["version", "schedule", "tflops", "torch_tflops", "cupy_tflops", "ratio", "correct", "rel_err",
+                  "ms", "date"]
+SWEEP_COLUMNS = ["name", "m", "n", "k", "batch", "dtype", "schedule", "ours_tflops", "torch_tflops",
+                 "cupy_tflops", "ratio", "correct", "rel_err", "date"]
+LADDER_SHAPE = (8192, 8192, 8192)
+REGRESSION = 0.10   # --check fails below (1 - this) x the committed ratio
+
+
+def suite_shapes(names=None) -> list[dict]:
+    shapes = json.loads(SUITE.read_text())["shapes"]
+    for s in shapes:
+        s.setdefault("batch", 1)
+        s.setdefault("dtype", "float16")
+    if names:
+        wanted = set(names)
+        unknown = wanted - {s["name"] for s in shapes}
+        if unknown:
+            raise SystemExit(f"unknown shape(s) {sorted(unknown)}; the suite has "
+                             f"{', '.join(s['name'] for s in shapes)}")
+        shapes = [s for s in shapes if s["name"] in wanted]
+    return shapes
+
+
+def _operands(shape, seed):
+    """A [batch?, M, K] and B = W.T for W [batch?, N, K], scaled so C has unit variance."""
+    import torch
+    m, n, k, batch, dtype = shape["m"], shape["n"], shape["k"], shape["batch"], shape["dtype"]
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    lead = (batch,) if batch > 1 else ()
+    scale = float(k) ** -0.25
+    dt = getattr(torch, dtype)
+    a = (torch.randn(lead + (m, k), generator=g, device="cuda") * scale).to(dt)
+    w = (torch.randn(lead + (n, k), generator=g, device="cuda") * scale).to(dt)
+    return a, w.transpose(-1, -2)
+
+
+def _relative_error(c, ref) -> float:
+    import torch
+    if not torch.isfinite(c).all():
+        return math.inf
+    return float(torch.linalg.norm(c.double() - ref) / torch.linalg.norm(ref))
+
+
+def _tolerance(dtype, schedule) -> float:
+    from .reference import TOLERANCE
+    if schedule.accumulate == "float16":
+        return 1e-2   # fp16 accumulators round every partial sum (tests/test_gpu_persistent.py)
+    return TOLERANCE[dtype]
+
+
+def measure_shape(shape, schedules, seed=0, input_sets=3) -> list[dict]:
+    """One row per schedule (None: the dispatcher's choice) at one shape. Each is checked
+    first (NaN-poisoned output against one float64 reference, every element); then every
+    correct schedule, torch.matmul and cupy.matmul are timed in one time_blocks call, so
+    their blocks alternate and the baselines are timed once for all."""
+    import cupy
+    import torch
+
+    import gemm
+    m, n, k, batch, dtype = shape["m"], shape["n"], shape["k"], shape["batch"], shape["dtype"]
+    # several input sets while they are small next to the 60 MB L2, so no run starts warm
+    footprint = 2 * batch * (m * k + k * n + m * n)
+    sets = [_operands(shape, seed + i) for i in range(input_sets if footprint < 256e6 else 1)]
+    a, b = sets[0]
+    ref = a.double() @ b.double()
+    base = {key: shape[key] for key in ("suite", "name", "m", "n", "k", "batch", "dtype") if key in shape}
+    rows, timed = [], {}
+    for i, schedule in enumerate(schedules):
+        row = dict(base)
+        try:
+            chosen = schedule or gemm.plan(a, b).schedule
+            row["schedule"] = chosen.name
+            c = torch.full(ref.shape, float("nan"), dtype=a.dtype, device="cuda")
+            gemm.matmul(a, b, schedule=schedule, out=c)
+            torch.cuda.synchronize()
+            err = _relative_error(c, ref)
+            del c
+            row.update(rel_err=f"{err:.2e}", correct=bool(err < _tolerance(dtype, chosen)))
+            if row["correct"]:
+                timed[f"ours{i}"] = lambda x, y, s=schedule: gemm.matmul(x, y, schedule=s)
+        except (ValueError, TypeError, NotImplementedError) as exc:   # a shape our API refuses
+            row.update(schedule=row.get("schedule", ""), correct=False, rel_err=f"refused: {exc}"[:200])
+        rows.append(row)
+    del ref
+    timed["torch"] = torch.matmul
+    if dtype != "bfloat16":
+        timed["cupy"] = lambda x, y: cupy.matmul(cupy.from_dlpack(x), cupy.from_dlpack(y))
+    ms = time_blocks(timed, sets)
+    best = min(ms[name] for name in ("torch", "cupy") if name in ms)
+    flop_ms = lambda t: tflops(m, n, k, t) * batch  # noqa: E731
+    for i, row in enumerate(rows):
+        for name in ("torch", "cupy"):
+            row[f"{name}_ms"] = f"{ms[name]:.4f}" if name in ms else ""
+            row[f"{name}_tflops"] = f"{flop_ms(ms[name]):.1f}" if name in ms else ""
+        t = ms.get(f"ours{i}")
+        if t is not None:
+            row.update(ours_ms=f"{t:.4f}", ours_tflops=f"{flop_ms(t):.1f}", ratio=f"{best / t:.3f}",
+                       gb_per_s=f"{footprint / (t * 1e-3) / 1e9:.0f}")   # A, B and C moved once
+    return rows
+
+
+def _provenance() -> dict:
+    from .measure import provenance
+    return provenance()
+
+
+PROTOCOL = ("correctness first (NaN-poisoned output, float64 reference, every element); then ours, "
+            "torch.matmul and cupy.matmul on the same inputs, each alone: 5 warm-up runs, 3 rounds of 10 "
+            "CUDA-event-timed runs, blocks alternating; the median. ratio = faster of torch and cupy / ours")
+
+
+def _write(path: Path, columns, rows, meta, command, protocol=PROTOCOL):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as f:
+        f.write(f"# measured by {command}\n")
+        for key, val in meta.items():
+            f.write(f"# {key}: {val}\n")
+        f.write(f"# protocol: {protocol}\n")
+        w = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+
+
+def read_rows(path: Path) -> list[dict]:
+    with open(path) as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def ladder_rows() -> list[dict]:
+    m, n, k = LADDER_SHAPE
+    shape = {"name": "ladder", "m": m, "n": n, "k": k, "batch": 1, "dtype": "float16"}
+    versions = sorted(PRESETS)
+    rows = measure_shape(shape, [PRESETS[v] for v in versions], seed=17)
+    return [{"version": v, "schedule": r["schedule"], "tflops": r.get("ours_tflops", ""),
+             "torch_tflops": r["torch_tflops"], "cupy_tflops": r["cupy_tflops"], "ratio": r.get("ratio", ""),
+             "correct": r["correct"], "rel_err": r["rel_err"], "ms": r.get("ours_ms", "")}
+            for v, r in zip(versions, rows)]
+
+
+def check(rows, committed) -> list[str]:
+    """Presets whose ratio to cuBLAS fell more than REGRESSION below the committed figure."""
+    before = {r["version"]: r for r in committed}
+    failures = []
+    for r in rows:
+        old = before.get(r["version"])
+        if not old or not old.get("ratio"):
+            continue
+        if not r["correct"] or not r["ratio"] or float(r["ratio"]) < (1 - REGRESSION) * float(old["ratio"]):
+            failures.append(f"{r['version']}: ratio {r['ratio'] or 'n/a'} (correct={r['correct']}) against "
+                            f"{old['ratio']} committed")
+    return failures
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--suite", action="store_true", help="only the shape suite")
+    p.add_argument("--ladder", action="store_true", help="only the version ladder at 8192^3")
+    p.add_argument("--check", action="store_true", help="re-measure the ladder against the committed ladder.csv")
+    p.add_argument("--shapes", type=lambda s: s.split(","), help="suite shapes by name, comma-separated")
+    p.add_argument("--schedule", type=from_spec, help="one schedule for every shape (default: the dispatcher's)")
+    p.add_argument("--sweep", type=lambda s: [from_spec(x) for x in s.split(";")],
+                   help="candidate schedules separated by ';' (e.g. 'v7;v7:block_n=192'), each on every shape")
+    p.add_argument("--out-dir", type=Path, default=RESULTS)
+    p.add_argument("--tag", default="", help="suffix of the output files (shapes-TAG.csv ...)")
+    args = p.parse_args(argv)
+    from tqdm import tqdm
+    command = "python -m experiments.bench " + " ".join(argv if argv is not None else sys.argv[1:])
+    meta = _provenance()
+    date = meta["date"]
+    suffix = f"-{args.tag}" if args.tag else ""
+
+    if args.check:
+        rows = ladder_rows()
+        failures = check(rows, read_rows(args.out_dir / "ladder.csv"))
+        for r in rows:
+            print(f"{r['version']:4s} {r['tflops']:>7s} TFLOPS  ratio {r['ratio']}")
+        if failures:
+            print("REGRESSION:\n  " + "\n  ".join(failures), file=sys.stderr)
+            return 1
+        print("ladder within 10% of ladder.csv")
+        return 0
+
+    if args.sweep:
+        rows = []
+        for shape in tqdm(suite_shapes(args.shapes), desc="shapes"):
+            for r in measure_shape(shape, args.sweep, seed=3):
+                rows.append({**r, "date": date})
+                print(f"{shape['name']:14s} {r['schedule']:44s} {r.get('ours_tflops') or '-':>7s} ratio "
+                      f"{r.get('ratio') or '-'} {r['rel_err']}", flush=True)
+        _write(args.out_dir / f"sweep{suffix}.csv", SWEEP_COLUMNS, rows, meta, command)
+        return 0
+
+    if not args.ladder:
+        rows = []
+        for shape in tqdm(suite_shapes(args.shapes), desc="suite"):
+            r, = measure_shape(shape, [args.schedule], seed=1)
+            rows.append({**r, "gpu": meta["gpu"], "date": date})
+        _write(args.out_dir / f"shapes{suffix}.csv", SHAPE_COLUMNS, rows, meta, command)
+        print(f"\n{'shape':14s} {'schedule':28s} {'ours':>7s} {'torch':>7s} {'cupy':>7s} ratio")
+        for r in rows:
+            print(f"{r['name']:14s} {r['schedule'][:28]:28s} {r.get('ours_tflops') or '-':>7s} "
+                  f"{r['torch_tflops']:>7s} {r['cupy_tflops'] or '-':>7s} {r.get('ratio') or r['rel_err']}")
+        ratios = [float(r["ratio"]) for r in rows if r.get("ratio")]
+        if ratios:
+            print(f"geomean ratio {math.exp(sum(map(math.log, ratios)) / len(ratios)):.3f} over {len(ratios)} shapes")
+    if not args.suite:
+        rows = [{**r, "date": date} for r in ladder_rows()]
+        _write(args.out_dir / f"ladder{suffix}.csv", LADDER_COLUMNS, rows, meta, command)
+        for r in rows:
+            print(f"{r['version']:4s} {r['schedule'][:28]:28s} {r['tflops'] or '-':>7s} TFLOPS  ratio {r['ratio']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""Make the dispatcher's table (gemm/dispatch/tables/<gpu>.json) from a measured sweep.
+
+  python -m experiments.make_table                       # experiments/results/h200-sxm/sweep*.csv
+  python -m experiments.make_table --sweep FILE.csv ...  # other sweeps
+
+For every shape the sweep measured, the fastest correct candidate (by median time, the same
+inputs and the same process for all) becomes the rule for the shape's half-octave bucket of
+M, N and K (gemm.dispatch.table.bucket). Where several measured shapes share a bucket, the
+candidate with the best geometric-mean time ratio over them wins. Only fp32-accumulating
+candidates the dispatcher may choose (gemm.dispatch.candidates.SPECS) are kept.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+
+from gemm.dispatch.candidates import SPECS
+from gemm.dispatch.table import TABLES, shape_key
+
+from .bench import read_rows
+
+RESULTS = Path(__file__).parent / "results" / "h200-sxm"
+
+
+def best_per_bucket(rows) -> dict:
+    """{shape_key: (spec, [measured shape names], geomean slowdown of the runner-up)}."""
+    by_shape = defaultdict(dict)
+    for r in rows:
+        if r["schedule"] in SPECS and r.get("correct") == "True" and r.get("ours_ms"):
+            shape = (r["name"], int(r["m"]), int(r["n"]), int(r["k"]), int(r.get("batch") or 1), r["dtype"])
+            by_shape[shape][r["schedule"]] = float(r["ours_ms"])
+    buckets = defaultdict(list)
+    for shape, times in by_shape.items():
+        name, m, n, k, batch, dtype = shape
+        buckets[shape_key(m, n, k, batch, dtype)].append((name, times))
+    table = {}
+    for key, members in buckets.items():
+        common = set.intersection(*(set(t) for _, t in members))
+        def score(spec):   # geomean over the bucket's shapes of time / that shape's best time
+            return math.exp(sum(math.log(t[spec] / min(t.values())) for _, t in members) / len(members))
+        ranked = sorted(common, key=score)
+        if ranked:
+            table[key] = (ranked[0], [name for name, _ in members])
+    return table
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sweep", type=Path, nargs="+", default=None, help="sweep CSVs (default: results/*/sweep*.csv)")
+    p.add_argument("--gpu", default="h200-sxm")
+    args = p.parse_args(argv)
+    sweeps = args.sweep or sorted(RESULTS.glob("sweep*.csv"))
+    rows = [r for path in sweeps for r in read_rows(path)]
+    table = best_per_bucket(rows)
+    rules = [{"m_bucket": key[0], "n_bucket": key[1], "k_bucket": key[2], "batch_bucket": key[3], "dtype": key[4],
+              "schedule": spec, "measured": "fastest measured on " + ", ".join(names)}
+             for key, (spec, names) in sorted(table.items())]
+    out = TABLES / f"{args.gpu}.json"
+    out.write_text(json.dumps({
+        "gpu": args.gpu,
+        "made_by": "python -m experiments.make_table",
+        "from": [str(path) for path in sweeps],
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "buckets": "round(2 log2 x) / 2 of M, N, K and the batch",
+        "rules": rules,
+    }, indent=1) + "\n")
+    for rule in rules:
+        print(f"  {rule['measured'][len('fastest measured on '):]:40s} -> {rule['schedule']}")
+    print(f"{len(rules)} rules -> {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

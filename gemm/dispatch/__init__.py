@@ -1,0 +1,77 @@
+"""Which schedule gemm.matmul runs for a shape, and why.
+
+`choose(...)` answers from, in order:
+  autotune  what `gemm.autotune` measured on this GPU for this shape (a disk cache);
+  table     the table shipped for this GPU: the best schedule measured in the shape's
+            half-octave bucket of M, N and K (gemm/dispatch/tables/<gpu>.json, data made
+            by `python -m experiments.make_table` from a measured sweep);
+  model     the simulator's ranking of the candidate schedules (sim.rank), for a shape
+            no table covers;
+  default   a fixed schedule, if the model cannot be imported.
+`Plan` says which answered. Only this package (and gemm.api through it) imports sim.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..schedule import Schedule, from_spec, preset
+from . import table
+from .candidates import candidates
+
+# The answer when nothing else does: the ring kernel measured fastest at 8192^3 among V1-V5;
+# for a batch of products (which only the producer-warpgroup kernels run), V7 without clusters.
+DEFAULT_SCHEDULE = preset("v2", block_n=192, stages=2, name="default")
+DEFAULT_BATCHED = from_spec("v7:cluster_m=1")
+# Tables are measured on the H200; an H100 runs the same SMs (132 on the SXM part) and
+# takes the H200's table until it has its own.
+TABLE_FOR = {"h100-sxm": "h200-sxm"}
+
+
+@dataclass(frozen=True)
+class Plan:
+    schedule: Schedule
+    source: str          # "explicit", "autotune", "table", "model" or "default"
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.schedule.name} ({self.source}{': ' + self.detail if self.detail else ''})"
+
+
+def choose(m: int, n: int, k: int, batch: int = 1, dtype: str = "float16", gpu: str = "h200-sxm",
+           tuned: dict | None = None) -> Plan:
+    """The schedule for one product shape on `gpu` (a profile name: h200-sxm, h100-sxm).
+    `tuned` is the autotune cache's entry for the shape, if the caller has one."""
+    if tuned is not None:
+        return Plan(from_spec(tuned["schedule"]), "autotune",
+                    f"fastest of {len(tuned.get('timed_ms', {}))} timed on this GPU ({tuned.get('date', '?')})")
+    table_gpu = gpu if table.load(gpu) else TABLE_FOR.get(gpu, gpu)
+    hit = table.lookup(table_gpu, m, n, k, batch, dtype)
+    if hit is not None:
+        spec, source = hit
+        return Plan(from_spec(spec), "table", f"{table_gpu} bucket of {m}x{n}x{k}" + (f", {source}" if source else ""))
+    ranked = ranking(m, n, k, batch, dtype, gpu)
+    default = DEFAULT_BATCHED if batch > 1 else DEFAULT_SCHEDULE
+    if ranked is None:
+        return Plan(default, "default", "no table entry, and the model could not be imported")
+    if not ranked:
+        return Plan(default, "default", "no candidate the model can place on this GPU")
+    best, ms = ranked[0]
+    return Plan(best, "model", f"predicted {ms * 1e3:.1f} us, fastest of {len(ranked)} candidates")
+
+
+def ranking(m: int, n: int, k: int, batch: int = 1, dtype: str = "float16", gpu: str = "h200-sxm"):
+    """[(schedule, predicted ms)] of the candidates, fastest first; None without the model."""
+    try:
+        from sim import rank
+    except ImportError:   # the model's own dependencies (simpy) missing
+        return None
+    return rank(candidates(m, n, k, batch, dtype), m, n, k, batch=batch, dtype=dtype, gpu=gpu)
+
+
+def table_choice(m: int, n: int, k: int, batch: int = 1, dtype: str = "float16", gpu: str = "h200-sxm"):
+    """The table's schedule for the shape's bucket, or None."""
+    hit = table.lookup(gpu if table.load(gpu) else TABLE_FOR.get(gpu, gpu), m, n, k, batch, dtype)
+    return from_spec(hit[0]) if hit else None
+
+
+__all__ = ["Plan", "choose", "candidates", "ranking", "table_choice", "DEFAULT_SCHEDULE"]

@@ -1,0 +1,47 @@
+"""The schedules the dispatcher chooses among: every one has a kernel and accumulates in fp32.
+
+Named by their spec strings (gemm.schedule.from_spec), which is how tables, the autotune
+cache and result files store them. Large tiles and clusters for large products; 128x128
+tiles and split-K for grids that large tiles leave mostly empty; 64-row tiles (one consumer
+warpgroup) for decode-like products with few rows.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ..schedule import Schedule, from_spec
+
+ONE_WARPGROUP = "consumer_warpgroups=1,producer_registers=0,consumer_registers=0,cluster_m=1"
+
+SPECS = (
+    "v7",                                                        # 128x256, cluster of 2 sharing B
+    "v7:cluster_m=1",
+    "v7:block_n=192,stages=4",
+    "v7:block_m=256,block_n=128,cluster_m=1,cluster_n=2",        # 256x128, cluster sharing A
+    "v7:block_n=128,stages=4",                                   # 128x128
+    "v7:block_n=128,stages=4,cluster_m=1,split_k=2",
+    "v7:block_n=128,stages=4,cluster_m=1,split_k=4",
+    f"v7:block_m=64,block_n=128,{ONE_WARPGROUP},stages=8",       # 64-row tiles
+    f"v7:block_m=64,block_n=128,{ONE_WARPGROUP},stages=8,split_k=4",
+    f"v7:block_m=64,block_n=256,{ONE_WARPGROUP},stages=4",
+    "v2:block_n=192",                                            # the ring, 128x192
+)
+
+
+@lru_cache(maxsize=1)
+def all_candidates() -> tuple[Schedule, ...]:
+    return tuple(from_spec(spec) for spec in SPECS)
+
+
+def candidates(m: int, n: int, k: int, batch: int = 1, dtype: str = "float16") -> list[Schedule]:
+    """The candidates worth considering for one shape: split-K only where K holds at least
+    4 K tiles per slice (less would spend more on the partials than it wins); for a batch,
+    only the kernels that run batches (the producer-warpgroup ones)."""
+    out = []
+    for s in all_candidates():
+        if s.split_k > 1 and k < 4 * s.split_k * s.block_k:
+            continue
+        if batch > 1 and s.producer_warps != 4:
+            continue
+        out.append(s)
+    return out

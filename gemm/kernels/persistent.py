@@ -1,0 +1,294 @@
+"""V6 and V7: a producer warpgroup, consumer warpgroups, and a grid that stays.
+
+V3-V5 split the block into a producer warp and consumer warpgroups, but every CTA still
+computed one C tile and left: its prologue (barrier setup, tensor-map fetch, the first
+loads' latency) and its epilogue (the stores of C) ran with the tensor cores idle. This
+kernel changes four things, each a Schedule field:
+
+  persistent          the grid is only as large as the GPU holds at once (one CTA per SM,
+                      or per SM slot), and each CTA walks the work units in raster order.
+                      The ring and its phases carry on from tile to tile, so the producer
+                      loads the next tile's K slices while the consumers store this one.
+  cluster_m/_n        two CTAs of a cluster take neighbouring tiles that share an operand
+                      (cluster_m = 2: the same B tile). Each loads half of it and TMA
+                      multicasts that half into both CTAs' shared memory, which halves the
+                      L2 -> SM bytes of that operand. A stage may be refilled only when the
+                      consumers of *both* CTAs are done with it, so every consumer warp
+                      arrives on the empty barrier of every CTA of the cluster.
+  producer/consumer_registers
+                      the producer is a whole warpgroup (setmaxnreg acts on warpgroups), of
+                      which one thread issues the loads; it gives its registers back
+                      (setmaxnreg.dec) and the consumers take them (setmaxnreg.inc), so a
+                      64x256 fp32 tile fits one consumer warpgroup without spills.
+  epilogue="tma"      each consumer warpgroup converts its accumulators to 16 bits and
+                      writes them with stmatrix into a swizzled C tile in shared memory,
+                      then one thread TMA-stores it; TMA clips the edges itself. Before the
+                      next tile overwrites that staging tile, the thread waits until the
+                      store has read it (cp.async.bulk.wait_group.read).
+
+  batch               (an argument, not a field) `batch` independent products in one launch:
+                      a work unit is one tile of one product; each product has its own tensor
+                      maps (128 bytes apart: map b of A at tmap_a + 128 b when A is batched,
+                      one map for all when it is broadcast) and its own C (m x ldc apart).
+  split_k             a work unit is one K slice of a tile: the CTA writes its fp32 partial
+                      tile to a workspace, fences, and counts itself in on the tile's counter;
+                      the CTA that counts last sums every slice's partial in slice order
+                      (the same bits whoever is last), stores C and resets the counter.
+                      More, smaller units fill a GPU that the tiles alone would leave idle.
+
+The tutorial series' V6 (a 256x256 tile, fp16 accumulators, TMA store) is this kernel
+without `persistent`: one tile per CTA, the C tile staged over the drained ring.
+
+Barriers: full[s] (count 1: the producer's arrive.expect_tx of the whole tile's bytes;
+multicast copies from the partner complete bytes on it too) and empty[s] (count: consumer
+warps x cluster size). The producer starts on phase 1 (a fresh barrier's previous phase
+counts as complete: every stage starts empty), the consumers on phase 0. With
+wgmma_in_flight = 1 a stage is released one K tile late, as in V5.
+"""
+from numba import cuda, uint8, uint32
+from numba.cuda.extending import register_jitable
+
+from .. import ptx
+from .tiles import (make_clock_probe, make_epilogue, make_tile_loader, make_tile_mma, make_unit_corner)
+
+
+def make_staged_epilogue(config):
+    """`store(acc, smem_base, warpgroup, off_m, off_n, tmap_c)`: the consumer warpgroup's
+    share of the C tile through shared memory and a TMA store (see the module docstring)."""
+    s = config.schedule
+    layout = config.c_layout
+    ROWS, BOXES, BOX_BYTES, BOX_COLS = layout.rows, layout.boxes, layout.box_bytes, layout.box[0]
+    REGION = config.c_offset
+    REGION_BYTES = layout.tile_bytes
+    OVER_RING = not s.persistent          # staged over the ring: wait until every warpgroup is done
+    ALL_CONSUMERS = 128 * s.consumer_warpgroups
+    stage = ptx.stage_accumulators(config.m_blocks, config.block_n, config.dtype, s.accumulate,
+                                   layout.swizzle, BOX_BYTES)
+
+    @register_jitable(inline="always")
+    def store(acc, smem_base, warpgroup, off_m, off_n, tmap_c):
+        t = cuda.threadIdx.x % 128
+        lane = t % 32
+        matrix = lane // 8                      # which of stmatrix's four 8x8 matrices this lane addresses
+        lane_row = uint32(16 * (t // 32) + 8 * (matrix % 2) + lane % 8)
+        lane_half = uint32(matrix // 2)
+        region = uint32(smem_base + REGION + warpgroup * REGION_BYTES)
+        leader = t == 0
+        if OVER_RING:
+            ptx.named_barrier_sync(15, ALL_CONSUMERS)
+        elif leader:
+            ptx.bulk_wait_group_read(0)         # the previous tile's store has read the region
+        ptx.named_barrier_sync(1 + warpgroup, 128)
+        stage(acc, region, lane_row, lane_half)
+        ptx.fence_proxy_async_shared()          # st.shared -> the TMA unit's reads
+        ptx.named_barrier_sync(1 + warpgroup, 128)
+        if leader:
+            row = off_m + warpgroup * ROWS
+            for b in range(BOXES):
+                ptx.tma_store_2d(tmap_c, off_n + b * BOX_COLS, row, region + b * BOX_BYTES)
+            ptx.bulk_commit_group()
+    return store
+
+
+def make_split_k_sum(config):
+    """`last, total = sum(acc, smem_base, workspace, counters, slice, tile, m, n, off_m, off_n)`:
+    store this slice's fp32 partial, count in on the tile's counter, and if this CTA is the
+    last of the tile's split_k, the sum of every slice's partial in slice order (see the
+    module docstring)."""
+    s = config.schedule
+    SPLIT = s.split_k
+    ALL_CONSUMERS = 128 * s.consumer_warpgroups
+    ROWS, FLAG = s.rows_per_warpgroup, config.flag_offset
+    store = ptx.store_accumulators(config.m_blocks, config.block_n, "float32")
+    add_partial = ptx.add_partial(config.m_blocks, config.block_n)
+    zeros = ptx.accumulator_zeros(ptx.accumulator_count(config.m_blocks, config.block_n))
+
+    @register_jitable(inline="always")
+    def split_k_sum(acc, smem_base, workspace, counters, slice_, tile, m, n, off_m, off_n):
+        tid = cuda.threadIdx.x
+        lane_row = ((tid % 128) // 32) * 16 + (tid % 32) // 4
+        row = off_m + (tid // 128) * ROWS + lane_row
+        col = off_n + 2 * (tid % 4)
+        plane = m * n * 4
+        at = workspace + (row * n + col) * 4      # this thread's corner in plane 0
+        store(acc, at + slice_ * plane, n, m - row, n - col, uint32(1))
+        ptx.fence_gpu()
+        ptx.named_barrier_sync(14, ALL_CONSUMERS)
+        flag = uint32(smem_base + FLAG)
+        if tid == 0:
+            counter = counters + tile * 4
+            last = ptx.atomic_add_u32(counter, 1) == SPLIT - 1
+            ptx.st_shared_u32(flag, uint32(1 if last else 0))
+            if last:
+                ptx.st_global_u32(counter, 0)     # ready for the next launch
+        ptx.named_barrier_sync(14, ALL_CONSUMERS)
+        last = ptx.ld_shared_u32(flag) != 0
+        total = zeros()
+        if last:
+            ptx.fence_gpu()
+            for part in range(SPLIT):   # every slice read back, its own too: the order is fixed
+                total = add_partial(total, at + part * plane, n, m - row, n - col)
+        return last, total
+    return split_k_sum
+
+
+def build_persistent_kernel(config):
+    s = config.schedule
+    BM, BN, BK, STAGES = config.block_m, config.block_n, config.block_k, config.stages
+    CM, CN = s.cluster_m, s.cluster_n
+    FULL, EMPTY = config.barrier_offset, config.empty_barrier_offset
+    EMPTY_ARRIVALS = config.empty_arrivals
+    CONSUMER_THREADS = 128 * s.consumer_warpgroups
+    CLUSTER = s.cluster_size
+    IN_FLIGHT = s.wgmma_in_flight
+    SPLIT = s.split_k
+    SETMAXNREG = s.uses_setmaxnreg
+    PRODUCER_REGS, CONSUMER_REGS = s.producer_registers, s.consumer_registers
+    TMA_STORE = s.epilogue == "tma"
+
+    probe_start, probe_finish = make_clock_probe(config)
+    load_k_tile, mma_k_tile = make_tile_loader(config), make_tile_mma(config)
+    corner = make_unit_corner(config)
+    zeros = ptx.accumulator_zeros(ptx.accumulator_count(config.m_blocks, config.block_n, s.accumulate),
+                                  s.accumulate)
+    store_direct = make_epilogue(config)
+    store_staged = make_staged_epilogue(config) if TMA_STORE else None
+    split_k_sum = make_split_k_sum(config) if SPLIT > 1 else None
+
+    @register_jitable(inline="always")
+    def counters_offset(m, n, batch):
+        """Where split-K's tile counters start in the workspace: KernelConfig.counters_offset."""
+        return ((SPLIT * batch * m * n * 4 + 255) // 256) * 256
+
+    @register_jitable(inline="always")
+    def work(unit, tile_units, num_iters):
+        """(product, tile unit, K slice, first K tile, K tiles) of a work unit."""
+        product = ptx.div_u32(unit, tile_units * SPLIT)
+        rest = unit - product * (tile_units * SPLIT)
+        tile_unit = rest // SPLIT
+        slice_ = rest - tile_unit * SPLIT
+        first = (slice_ * num_iters) // SPLIT
+        return product, tile_unit, slice_, first, ((slice_ + 1) * num_iters) // SPLIT - first
+
+    @register_jitable(inline="always")
+    def release(smem_base, stage):
+        """One arrival per consumer warp on the stage's empty barrier, in every CTA of the cluster."""
+        if cuda.threadIdx.x % 32 == 0:
+            bar = uint32(smem_base + EMPTY + 8 * stage)
+            if CLUSTER > 1:
+                for rank in range(CLUSTER):
+                    ptx.mbarrier_arrive_cluster(bar, rank)
+            else:
+                ptx.mbarrier_arrive(bar)
+
+    def persistent_kernel(tmap_a, tmap_b, tmap_c, c, ldc, m, n, k, pair_ok, probe, workspace, batch, batched):
+        probe_start(probe)
+        smem = cuda.shared.array(0, uint8, alignment=1024)
+        base = (ptx.shared_base(smem) + 1023) & -1024
+        tid = cuda.threadIdx.x
+        if tid == 0:
+            ptx.fence_tensormap_acquire(tmap_a)
+            ptx.fence_tensormap_acquire(tmap_b)
+            if TMA_STORE:
+                ptx.fence_tensormap_acquire(tmap_c)
+            for st in range(STAGES):   # (st: `stage` is the roles' ring position below)
+                ptx.mbarrier_init(base + FULL + 8 * st, 1)
+                ptx.mbarrier_init(base + EMPTY + 8 * st, EMPTY_ARRIVALS)
+            ptx.fence_mbarrier_init()
+        if CLUSTER > 1:
+            ptx.cluster_sync()                 # the partner's barriers exist before anyone arrives
+            rank = ptx.cluster_ctarank()
+        else:
+            cuda.syncthreads()
+            rank = uint32(0)
+
+        num_iters = (k + BK - 1) // BK
+        units_m = ptx.div_u32(ptx.div_u32(m + (BM - 1), BM) + (CM - 1), CM)
+        units_n = ptx.div_u32(ptx.div_u32(n + (BN - 1), BN) + (CN - 1), CN)
+        tile_units = units_m * units_n
+        units = tile_units * SPLIT * batch
+        a_map_step = 128 * (batched & 1)       # the next product's A map, or the same (broadcast)
+        b_map_step = 128 * ((batched >> 1) & 1)
+        first_unit = ptx.div_u32(cuda.blockIdx.x, CLUSTER)
+        unit_step = ptx.div_u32(cuda.gridDim.x, CLUSTER)
+
+        if tid >= CONSUMER_THREADS:
+            # the producer warpgroup: one thread keeps the ring full, tile after tile
+            if SETMAXNREG:
+                ptx.setmaxnreg_dec(PRODUCER_REGS)
+            if tid == CONSUMER_THREADS:
+                stage, phase = 0, 1
+                unit = first_unit
+                while unit < units:
+                    product, tile_unit, _, first_k, count_k = work(unit, tile_units, num_iters)
+                    off_m, off_n = corner(tile_unit, m, n, rank)
+                    map_a = tmap_a + product * a_map_step
+                    map_b = tmap_b + product * b_map_step
+                    if product > 0:
+                        ptx.fence_tensormap_acquire(map_a)
+                        ptx.fence_tensormap_acquire(map_b)
+                    for it in range(first_k, first_k + count_k):
+                        ptx.mbarrier_wait(base + EMPTY + 8 * stage, phase)
+                        load_k_tile(base, stage, it, off_m, off_n, map_a, map_b, rank)
+                        stage += 1
+                        if stage == STAGES:
+                            stage, phase = 0, phase ^ 1
+                    unit += unit_step
+        else:
+            # the consumer warpgroups: wait for a stage, multiply, hand it back; then store C
+            if SETMAXNREG:
+                ptx.setmaxnreg_inc(CONSUMER_REGS)
+            warpgroup = tid // 128
+            acc = zeros()
+            stage, phase = 0, 0
+            done_stage = 0                     # the oldest stage still read by WGMMAs in flight
+            unit = first_unit
+            while unit < units:                # (a while loop: a range with a run-time step divides in 64 bits)
+                product, tile_unit, slice_, _, count_k = work(unit, tile_units, num_iters)
+                off_m, off_n = corner(tile_unit, m, n, rank)
+                if count_k == 0:                   # a K slice with no K tile (K shorter than the split)
+                    acc = zeros()
+                for it in range(count_k):
+                    ptx.mbarrier_wait(base + FULL + 8 * stage, phase)
+                    ptx.wgmma_fence()
+                    acc = mma_k_tile(acc, base, stage, 1 if it > 0 else 0, warpgroup)
+                    ptx.wgmma_commit_group()
+                    ptx.wgmma_wait_group(IN_FLIGHT)
+                    if it >= IN_FLIGHT:        # K tile it - IN_FLIGHT is done: free its stage
+                        release(base, done_stage)
+                        done_stage += 1
+                        if done_stage == STAGES:
+                            done_stage = 0
+                    stage += 1
+                    if stage == STAGES:
+                        stage, phase = 0, phase ^ 1
+                ptx.wgmma_wait_group(0)
+                for _ in range(min(IN_FLIGHT, count_k)):   # the stages still held: free them
+                    release(base, done_stage)
+                    done_stage += 1
+                    if done_stage == STAGES:
+                        done_stage = 0
+                if SPLIT > 1:
+                    last, acc = split_k_sum(acc, base, workspace + product * (SPLIT * m * n * 4),
+                                            workspace + counters_offset(m, n, batch), slice_,
+                                            (product * tile_units + tile_unit) * CLUSTER + rank,
+                                            m, n, off_m, off_n)
+                else:
+                    last = True
+                if last:
+                    if TMA_STORE:
+                        map_c = tmap_c + product * 128
+                        if product > 0 and tid % 128 == 0:
+                            ptx.fence_tensormap_acquire(map_c)
+                        store_staged(acc, base, warpgroup, off_m, off_n, map_c)
+                    else:
+                        store_direct(acc, c + product * (m * ldc * 2), ldc, m, n, off_m, off_n, pair_ok)
+                unit += unit_step
+            if TMA_STORE and tid % 128 == 0:
+                ptx.bulk_wait_group_read(0)    # shared memory must outlive the last store's reads
+        if CLUSTER > 1:
+            ptx.cluster_sync()                 # no CTA leaves while its partner may still arrive on it
+        probe_finish(probe)
+
+    persistent_kernel.__name__ = config.name
+    return persistent_kernel

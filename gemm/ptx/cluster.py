@@ -1,0 +1,35 @@
+"""Thread block clusters: a CTA's rank in its cluster, the cluster-wide barrier, arriving
+on another CTA's mbarrier, and a TMA load multicast into every CTA of a mask.
+
+A cluster's CTAs run at once on SMs of one GPC and can address each other's shared
+memory (the shared::cluster window). A kernel built for clusters declares its shape in
+the PTX (`.reqnctapercluster`, added by gemm.compile) and a plain launch forms them.
+"""
+from numba.cuda.types import int32, uint16, uint32, uint64
+
+from ._asm import asm_intrinsic
+
+cluster_ctarank = asm_intrinsic("cluster_ctarank", "mov.u32 $0, %cluster_ctarank;", "=r", restype=uint32,
+                                doc="This CTA's rank in its cluster (0 .. cluster size - 1).")
+
+cluster_sync = asm_intrinsic(
+    "cluster_sync", "barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;", "",
+    doc="Every thread of every CTA of the cluster meets here: after it, mbarrier inits are "
+        "visible cluster-wide, and no CTA leaves while a partner may still write to it.")
+
+mbarrier_arrive_cluster = asm_intrinsic(
+    "mbarrier_arrive_cluster",
+    "{\n .reg .b32 remote;\n mapa.shared::cluster.u32 remote, $0, $1;\n"
+    " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}",
+    "r,r", (uint32, uint32),
+    doc="mbarrier_arrive_cluster(addr, rank): one arrival on the mbarrier at shared address "
+        "`addr` of the cluster's CTA `rank` (this CTA's own when rank is its own).")
+
+tma_load_2d_multicast = asm_intrinsic(
+    "tma_load_2d_multicast",
+    "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+    " [$0], [$1, {$2, $3}], [$4], $5;",
+    "r,l,r,r,r,h", (uint32, uint64, int32, int32, uint32, uint16),
+    doc="tma_load_2d_multicast(dst, tensormap, inner, outer, mbar, cta_mask): copy the box into "
+        "shared address `dst` of every CTA whose bit is set in `cta_mask`; each copy completes "
+        "its bytes on the mbarrier at the same address `mbar` of its CTA.")

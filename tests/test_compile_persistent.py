@@ -1,0 +1,104 @@
+"""Compile-only checks of the producer-warpgroup kernel (V6, V7 and their variants), with
+no GPU: ptxas honours setmaxnreg (no C7504/C7508), nothing spills, the PTX holds the
+instructions each feature is made of, and kernels ask for the cluster they need."""
+import re
+
+import pytest
+
+from gemm.schedule import KernelGapError, ScheduleError, preset
+
+pytest.importorskip("numba.cuda")
+
+from gemm.compile import compile_kernel  # noqa: E402
+from gemm.kernels import KernelConfig  # noqa: E402
+
+CASES = [
+    KernelConfig(preset("v7")),
+    KernelConfig(preset("v7"), "bfloat16", "mn", "mn"),
+    KernelConfig(preset("v7", cluster_m=1, cluster_n=2, producer_registers=48), "float16", "k", "mn"),
+    KernelConfig(preset("v7", cluster_m=1, epilogue="direct")),
+    KernelConfig(preset("v7", block_n=192, stages=4, wgmma_in_flight=1)),
+    KernelConfig(preset("v7", block_m=256, block_n=128, cluster_m=1, cluster_n=2), "bfloat16"),
+    KernelConfig(preset("v6")),
+    KernelConfig(preset("v6", epilogue="direct")),
+    KernelConfig(preset("v7", block_n=160, persistent=False, cluster_m=1, producer_registers=0,
+                        consumer_registers=0)),
+]
+
+
+@pytest.fixture(scope="module", params=CASES, ids=lambda c: c.name)
+def compiled(request):
+    return compile_kernel(request.param, use_disk_cache=False)
+
+
+def test_setmaxnreg_honoured_and_nothing_spills(compiled):
+    log, s = compiled.ptxas_log, compiled.config.schedule
+    assert "C7504" not in log and "C7508" not in log, log        # setmaxnreg ignored
+    assert "Potential Performance Loss" not in log, log          # e.g. serialized WGMMAs
+    assert compiled.spill_bytes == 0 and compiled.stack_bytes == 0, log
+    assert not re.search(r"\b(ld|st)\.local", compiled.ptx)
+    if s.uses_setmaxnreg:
+        assert f"setmaxnreg.dec.sync.aligned.u32 {s.producer_registers};" in compiled.ptx
+        assert f"setmaxnreg.inc.sync.aligned.u32 {s.consumer_registers};" in compiled.ptx
+        # every thread starts with the count the register file holds for one CTA
+        assert compiled.registers == s.launch_registers, log
+    else:
+        assert "setmaxnreg" not in compiled.ptx
+
+
+def test_feature_instructions(compiled):
+    cfg, ptx = compiled.config, compiled.ptx
+    s = cfg.schedule
+    acc = "f16" if s.accumulate == "float16" else "f32"
+    assert f"m64n{s.block_n}k16.{acc}." in ptx
+    per_tile = (s.block_k // 16) * cfg.m_blocks
+    assert len(re.findall(r"wgmma\.mma_async", ptx)) % per_tile == 0
+    assert (".reqnctapercluster 2, 1, 1" in ptx) == (s.cluster_size == 2)
+    assert ("multicast::cluster" in ptx) == (s.cluster_size == 2)
+    assert ("mapa.shared::cluster" in ptx) == (s.cluster_size == 2)
+    assert ("barrier.cluster.arrive" in ptx) == (s.cluster_size == 2)
+    tma_store = s.epilogue == "tma"
+    assert ("stmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx) == tma_store
+    assert ("cp.async.bulk.tensor.2d.global.shared::cta" in ptx) == tma_store
+    if tma_store:
+        assert "fence.proxy.async.shared::cta" in ptx and "cp.async.bulk.wait_group.read 0" in ptx
+    # the tile loop of a persistent kernel steps by the grid: no 64-bit division in the kernel
+    assert not re.search(r"\b(div|rem)\.[su]64", ptx)
+
+
+def test_staged_c_tile_fits_beside_the_ring():
+    v7 = KernelConfig(preset("v7"))
+    assert v7.c_offset == v7.b_offset + 3 * v7.b_layout.tile_bytes           # past the ring
+    assert v7.barrier_offset == v7.c_offset + 128 * 256 * 2
+    v6 = KernelConfig(preset("v6"))
+    assert v6.c_offset == 0 and v6.barrier_offset == 3 * (256 + 256) * 64 * 2   # over the drained ring
+    assert v7.b_layout.tma_box == (64, 128)     # each CTA of the pair loads half the B tile
+    assert [p[2] for p in v7.b_layout.part_boxes(1)] == [128]
+
+
+@pytest.mark.parametrize("changes,limit", [
+    (dict(cluster_m=4), "multicasts to pairs"),
+    (dict(cluster_m=2, cluster_n=2), "multicasts to pairs"),
+])
+def test_kernel_gaps_raise(changes, limit):
+    with pytest.raises(KernelGapError, match=limit):
+        KernelConfig(preset("v7", **changes))
+
+
+@pytest.mark.parametrize("changes,limit", [
+    (dict(consumer_registers=240), "registers per role"),
+    (dict(producer_registers=20), "multiple of 8 in 24..256"),
+    (dict(consumer_registers=0), "both producer_registers and consumer_registers"),
+    (dict(producer_warps=1), "producer must be a warpgroup"),
+    (dict(stages=4), "227 KB"),
+    (dict(cluster_m=3), "power of two"),
+    (dict(block_n=256, block_m=256), "accumulator registers"),
+])
+def test_impossible_schedules_name_the_limit(changes, limit):
+    with pytest.raises(ScheduleError, match=limit):
+        preset("v7", **changes)
+
+
+def test_fp16_accumulation_takes_fp16_inputs():
+    with pytest.raises(KernelGapError, match="fp16 inputs"):
+        KernelConfig(preset("v6"), "bfloat16")

@@ -1,0 +1,138 @@
+"""The dispatcher without a GPU: table buckets, the order of its answers, the candidates,
+making a table from a sweep, and the autotune cache (round trip, corrupt and stale entries,
+concurrent writers)."""
+import json
+import multiprocessing
+import warnings
+
+import pytest
+
+from gemm.dispatch import DEFAULT_SCHEDULE, choose, table
+from gemm.dispatch.autotune import Key, lookup, store
+from gemm.dispatch.candidates import SPECS, all_candidates, candidates
+from gemm.schedule import from_spec
+
+
+def test_buckets_are_half_octaves():
+    assert table.bucket(4096) == table.bucket(4095) == table.bucket(4100) == 12
+    assert table.bucket(1000) == table.bucket(1024) == 10
+    assert table.bucket(11008) == 13.5 and table.bucket(14336) == 14
+    assert table.bucket(1) == 0
+
+
+def test_every_candidate_has_a_kernel_and_accumulates_in_fp32():
+    from gemm.schedule import kernel_gaps
+    for s in all_candidates():
+        assert not kernel_gaps(s) and s.accumulate == "float32", s.name
+        assert from_spec(s.name) == s          # the name is the spec the table stores
+
+
+def test_split_k_only_where_k_is_long_enough():
+    short = candidates(4096, 4096, 256)
+    assert all(s.split_k == 1 for s in short)
+    long_k = candidates(1024, 1024, 16384)
+    assert {s.split_k for s in long_k} >= {1, 2, 4}
+
+
+def _table(monkeypatch, tmp_path, rules):
+    monkeypatch.setattr(table, "TABLES", tmp_path)
+    table.load.cache_clear()
+    (tmp_path / "h200-sxm.json").write_text(json.dumps({"rules": rules}))
+
+
+def test_order_autotune_then_table_then_model(monkeypatch, tmp_path):
+    rule = {"m_bucket": 12.0, "n_bucket": 12.0, "k_bucket": 12.0, "batch_bucket": 0.0, "dtype": "float16",
+            "schedule": "v7:cluster_m=1", "measured": "sq4096"}
+    _table(monkeypatch, tmp_path, [rule])
+    try:
+        assert choose(4096, 4096, 4096).source == "table"
+        assert choose(4096, 4096, 4096).schedule == from_spec("v7:cluster_m=1")
+        tuned = choose(4096, 4096, 4096, tuned={"schedule": "v7", "timed_ms": {"v7": 0.2}})
+        assert tuned.source == "autotune" and tuned.schedule.name == "v7"
+        assert choose(4096, 4096, 4096, dtype="bfloat16").source in ("model", "default")   # no bf16 rule
+        # an H100 takes the H200's table until it has its own
+        assert choose(4096, 4096, 4096, gpu="h100-sxm").source == "table"
+    finally:
+        table.load.cache_clear()
+
+
+def test_a_shape_no_table_covers_goes_to_the_model(monkeypatch, tmp_path):
+    _table(monkeypatch, tmp_path, [])
+    try:
+        plan = choose(3000, 5000, 700)
+        try:
+            import sim
+            has_rank = hasattr(sim, "rank")
+        except ImportError:
+            has_rank = False
+        if has_rank:
+            assert plan.source == "model" and plan.schedule.name in SPECS
+        else:
+            assert plan.source == "default" and plan.schedule == DEFAULT_SCHEDULE
+    finally:
+        table.load.cache_clear()
+
+
+def test_make_table_keeps_the_fastest_correct_candidate(tmp_path, monkeypatch):
+    from experiments import make_table
+    rows = []
+    for spec, ms, ok in (("v7", 1.0, "True"), ("v7:cluster_m=1", 0.9, "True"), ("v2:block_n=192", 0.5, "False"),
+                         ("v7:block_n=128,stages=4", 1.2, "True")):
+        rows.append({"name": "sq4096", "m": "4096", "n": "4096", "k": "4096", "batch": "1", "dtype": "float16",
+                     "schedule": spec, "correct": ok, "ours_ms": str(ms)})
+    best = make_table.best_per_bucket(rows)
+    assert best[table.shape_key(4096, 4096, 4096, 1, "float16")][0] == "v7:cluster_m=1"
+
+
+def _key(**changes):
+    fields = dict(gpu="h200-sxm", driver="13000", kernels="abc", m=64, n=4096, k=11008, batch=1,
+                  dtype="float16", a_major="k", b_major="k")
+    fields.update(changes)
+    return Key(**fields)
+
+
+def test_autotune_cache_round_trip(monkeypatch, tmp_path):
+    monkeypatch.setenv("HOPPER_GEMM_CACHE", str(tmp_path))
+    assert lookup(_key()) is None
+    store(_key(), {"schedule": "v7", "timed_ms": {"v7": 0.1}})
+    assert lookup(_key())["schedule"] == "v7"
+    assert lookup(_key(m=65)) is None                     # another shape, another file
+
+
+def test_corrupt_entry_is_ignored_with_a_warning(monkeypatch, tmp_path):
+    monkeypatch.setenv("HOPPER_GEMM_CACHE", str(tmp_path))
+    path = store(_key(), {"schedule": "v7"})
+    path.write_text("{ not json")
+    with pytest.warns(RuntimeWarning, match="unreadable"):
+        assert lookup(_key()) is None
+    store(_key(), {"schedule": "v7:cluster_m=1"})         # and rebuilt
+    assert lookup(_key())["schedule"] == "v7:cluster_m=1"
+
+
+def test_stale_entry_is_ignored_with_a_warning(monkeypatch, tmp_path):
+    monkeypatch.setenv("HOPPER_GEMM_CACHE", str(tmp_path))
+    store(_key(kernels="old"), {"schedule": "v7"})
+    with pytest.warns(RuntimeWarning, match="stale.*kernels"):
+        assert lookup(_key(kernels="new")) is None
+    store(_key(driver="12080"), {"schedule": "v7"})
+    with pytest.warns(RuntimeWarning, match="stale.*driver"):
+        assert lookup(_key()) is None
+
+
+def _writer(args):
+    cache, i = args
+    import os
+    os.environ["HOPPER_GEMM_CACHE"] = cache
+    for j in range(30):
+        store(_key(), {"schedule": "v7", "writer": i, "j": j, "padding": "x" * 4000})
+
+
+def test_concurrent_writers_leave_one_whole_entry(monkeypatch, tmp_path):
+    monkeypatch.setenv("HOPPER_GEMM_CACHE", str(tmp_path))
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        pool.map(_writer, [(str(tmp_path), i) for i in range(4)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        entry = lookup(_key())
+    assert entry["schedule"] == "v7" and entry["j"] == 29 and len(entry["padding"]) == 4000
+    assert [p.name for p in (tmp_path / "autotune").iterdir() if p.name.startswith(".tmp")] == []

@@ -1,0 +1,124 @@
+"""The producer-warpgroup kernels (V6, V7 and variants) on the GPU: against a float64
+reference over the edge-tile grid (M, N, K not multiples of the tile, fewer tiles than
+SMs, one tile, odd tile counts under clusters), both dtypes, every majorness, outputs
+poisoned with NaN; and exactly, on small integers, where every product and sum is exact."""
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+from experiments.reference import TOLERANCE, poisoned, random_operands, relative_error  # noqa: E402
+from gemm.schedule import preset  # noqa: E402
+
+SCHEDULES = {
+    "v7": preset("v7"),
+    "v7-cluster-n": preset("v7", cluster_m=1, cluster_n=2, producer_registers=48),
+    "v7-no-cluster": preset("v7", cluster_m=1),
+    "v7-direct": preset("v7", epilogue="direct"),
+    "v7-192-s4-inflight": preset("v7", block_n=192, stages=4, wgmma_in_flight=1),
+    "v7-256x128": preset("v7", block_m=256, block_n=128, cluster_m=1, cluster_n=2),
+    "v7-160-one-tile-per-cta": preset("v7", block_n=160, persistent=False, cluster_m=1,
+                                      producer_registers=0, consumer_registers=0),
+    "v6": preset("v6"),
+    "v7-128-splitk3": preset("v7", block_n=128, stages=4, cluster_m=1, split_k=3),
+    "v7-64x128-splitk4": preset("v7", block_m=64, block_n=128, consumer_warpgroups=1, stages=6, cluster_m=1,
+                                producer_registers=0, consumer_registers=0, split_k=4),
+}
+# edge tiles in M, N and K (rows stay 16-byte aligned, so TMA reads the operands in place),
+# fewer tiles than SMs, one tile, an odd count of M tiles (a cluster partner without a tile)
+EDGES = [(336, 520, 264), (1, 8, 8), (136, 72, 24), (776, 1000, 96), (384, 256, 1000),
+         (128, 256, 64), (1000, 8, 4000), (2304, 2560, 512)]
+# rows TMA cannot address: the operands are copied, and C is stored from registers
+UNALIGNED = [(333, 517, 259), (4095, 4097, 4099)]
+MAJORS = [("row", "row"), ("row", "col"), ("col", "row"), ("col", "col")]
+# every majorness where an operand is multicast (its part boxes differ by majorness); the
+# seed's layout (B stored [N, K]) elsewhere
+ALL_MAJORS = ("v7", "v7-cluster-n")
+
+
+def _dtypes(name):
+    return ["float16"] if SCHEDULES[name].accumulate == "float16" else ["float16", "bfloat16"]
+
+
+def _majors(name):
+    return MAJORS if name in ALL_MAJORS else [("row", "col")]
+
+
+def _laid_out(x, order):
+    """The same matrix stored row-major ('row') or as a transposed view of a column-major copy."""
+    return x.contiguous() if order == "row" else x.t().contiguous().t()
+
+
+def _tolerance(name, dtype, k):
+    # fp16 accumulation rounds every partial sum to 11 bits: error grows like sqrt(K) ulps
+    if SCHEDULES[name].accumulate == "float16":
+        return 2e-3 * max(1.0, (k / 256) ** 0.5)
+    return TOLERANCE[dtype]
+
+
+@pytest.mark.parametrize("shape", EDGES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("name", list(SCHEDULES))
+def test_edge_grid(name, shape):
+    import gemm
+    m, n, k = shape
+    for dtype in _dtypes(name):
+        for a_order, b_order in _majors(name):
+            a, b = random_operands(m, n, k, dtype, seed=hash((name, shape, a_order, b_order)) % 9973)
+            c = poisoned(m, n, dtype)
+            gemm.matmul(_laid_out(a, a_order), _laid_out(b, b_order), schedule=SCHEDULES[name], out=c)
+            err = relative_error(c, a, b)
+            assert err < _tolerance(name, dtype, k), (dtype, a_order, b_order, err)
+
+
+@pytest.mark.parametrize("shape", UNALIGNED, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_unaligned_rows_fall_back(shape, dtype):
+    import gemm
+    m, n, k = shape
+    a, b = random_operands(m, n, k, dtype, seed=m)
+    c = poisoned(m, n, dtype)
+    gemm.matmul(a, b.t().contiguous().t(), schedule=SCHEDULES["v7"], out=c)
+    assert relative_error(c, a, b) < TOLERANCE[dtype]
+
+
+@pytest.mark.parametrize("name", list(SCHEDULES))
+def test_large(name):
+    import gemm
+    m, n, k = 4096, 4096, 4096
+    dtype = _dtypes(name)[-1]
+    a, b = random_operands(m, n, k, dtype, seed=11)
+    b = b.t().contiguous().t()           # the seed's layout: B stored [N, K]
+    c = poisoned(m, n, dtype)
+    gemm.matmul(a, b, schedule=SCHEDULES[name], out=c)
+    assert relative_error(c, a, b) < _tolerance(name, dtype, k)
+
+
+@pytest.mark.parametrize("name", list(SCHEDULES))
+def test_exact_on_small_integers(name):
+    """Integers in [-3, 3] with K = 96: every product and partial sum is exact in fp16 (and in
+    the fp32 accumulators), so any misplaced element (a wrong swizzle, a stmatrix address, a
+    multicast half) shows as a mismatch, not as rounding."""
+    import torch
+
+    import gemm
+    m, n, k = 600, 700, 96
+    g = torch.Generator(device="cuda").manual_seed(5)
+    a = torch.randint(-3, 4, (m, k), generator=g, device="cuda").half()
+    b = torch.randint(-3, 4, (k, n), generator=g, device="cuda").half()
+    c = poisoned(m, n, "float16")
+    gemm.matmul(a, b.t().contiguous().t(), schedule=SCHEDULES[name], out=c)
+    assert torch.equal(c.double(), a.double() @ b.double())
+
+
+@pytest.mark.parametrize("name", ["v7", "v7-128-splitk3", "v7-64x128-splitk4"])
+def test_repeated_calls_are_bitwise_equal(name):
+    """The same inputs give the same bits launch after launch: no race between the producer's
+    refills, the partner's multicast and the consumers' reads or the staged stores, and
+    split-K sums its slices in one order whichever CTA finishes last."""
+    import torch
+
+    import gemm
+    a, b = random_operands(1000, 3000, 6000, "float16", seed=3)
+    first = gemm.matmul(a, b, schedule=SCHEDULES[name])
+    assert relative_error(first, a, b) < TOLERANCE["float16"]
+    for _ in range(5):
+        assert torch.equal(gemm.matmul(a, b, schedule=SCHEDULES[name]), first)
