@@ -1,23 +1,43 @@
-"""A small V1-V5 workload for compute-sanitizer (memcheck, racecheck, synccheck):
+"""A small workload of every kernel family for compute-sanitizer (memcheck, racecheck, synccheck):
 
   compute-sanitizer --tool racecheck python3 -m experiments.sanitize_run
 
-Edge tiles in M, N and K, every family, a ring deeper and shallower than K."""
+Edge tiles in M, N and K, every family, a ring deeper and shallower than K; the
+producer-warpgroup kernels (V6, V7) with clusters, split-K, a batch and an odd count of tiles."""
 import torch
 
 import gemm
 from experiments.reference import TOLERANCE, poisoned, random_operands, relative_error
+from gemm.schedule import from_spec
 
 CASES = [("v1", None, (200, 136, 100)), ("v2", 2, (200, 136, 333)), ("v2", 3, (130, 200, 70)),
          ("v2", 4, (64, 192, 256)), ("v3", 2, (200, 136, 333)), ("v3", 4, (130, 200, 70)),
          ("v4", 2, (300, 136, 333)), ("v5", 2, (200, 260, 520)), ("v5", 3, (130, 200, 70))]
+# the producer-warpgroup kernels: (schedule spec, (m, n, k), batch)
+WARPGROUP_CASES = [("v6", (300, 264, 200), 1), ("v7", (384, 264, 520), 1), ("v7", (200, 136, 96), 2),
+                   ("v7:cluster_m=1,cluster_n=2,producer_registers=48", (136, 520, 200), 1),
+                   ("v7:block_n=128,stages=4,cluster_m=1,split_k=3", (200, 264, 1000), 1),
+                   ("v7:block_m=64,block_n=128,consumer_warpgroups=1,producer_registers=0,"
+                    "consumer_registers=0,cluster_m=1,stages=8,split_k=4", (64, 264, 2000), 2)]
+
+
+def check(label, c, a, b):
+    torch.cuda.synchronize()
+    err = relative_error(c, a, b)
+    print(f"{label}: rel err {err:.2e}", "ok" if err < TOLERANCE["float16"] else "WRONG", flush=True)
+
 
 for version, stages, (m, n, k) in CASES:
     a, b = random_operands(m, n, k, "float16", seed=m + n + k)
     b = b.t().contiguous().t() if version == "v1" else b
     c = poisoned(m, n, "float16")
     gemm.matmul(a, b, version=version, stages=stages, out=c)
-    torch.cuda.synchronize()
-    err = relative_error(c, a, b)
-    print(f"{version} stages={stages} {m}x{n}x{k}: rel err {err:.2e}",
-          "ok" if err < TOLERANCE["float16"] else "WRONG")
+    check(f"{version} stages={stages} {m}x{n}x{k}", c, a, b)
+
+for spec, (m, n, k), batch in WARPGROUP_CASES:
+    pairs = [random_operands(m, n, k, "float16", seed=m + n + k + i) for i in range(batch)]
+    a, b = torch.stack([p[0] for p in pairs]), torch.stack([p[1] for p in pairs])
+    c = torch.full((batch, m, n), float("nan"), dtype=torch.float16, device="cuda")
+    gemm.matmul(a, b, schedule=from_spec(spec), out=c)
+    for i in range(batch):
+        check(f"{spec} {m}x{n}x{k} batch {i}/{batch}", c[i], a[i], b[i])
