@@ -11,6 +11,7 @@ import csv
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().with_name("results")
+REPO = RESULTS.parents[1]
 DEFAULT_GPU = "h200-sxm"
 
 
