@@ -20,6 +20,8 @@ import math
 import statistics as st
 from pathlib import Path
 
+from tqdm import tqdm
+
 from experiments import catalog
 from experiments.paths import write_csv
 from experiments.research.activity import (CALIBRATION, CONVOY, GROUPED, HELD_OUT, LEAK, LOGS, M_FULL, RESIDENCY,
@@ -56,7 +58,7 @@ def dram_against_models(logs: Path = LOGS, gpu: str = "h200-sxm") -> list[dict]:
             if name in todo:
                 seen.setdefault(name, []).append(launch_["dram__bytes_read.sum"] / 1e9)
     rows = []
-    for label, (name, m, n, k, ctas) in todo.items():
+    for label, (name, m, n, k, ctas) in tqdm(todo.items(), desc="GPU-wide timelines", unit="GEMM"):
         s = catalog.schedule(name)
         t = timeline.run(s, m, n, k, prof, ctas_per_sm=ctas)
         per_wave = memory_traffic(s, m, n, k, prof.sm_count * t["ctas_per_sm"])["hbm_read_bytes"] / 1e9

@@ -32,6 +32,8 @@ import functools
 
 import numpy as np
 
+from tqdm import tqdm
+
 from experiments import catalog
 from experiments.paths import logs_dir, results_dir, write_csv
 from experiments.research.hbm_compare import read_ncu
@@ -252,15 +254,15 @@ def main(argv=None):
         return
     rows = []
     for run in RUNS:
-        for name in labels(run):
+        for name in tqdm(labels(run), desc=run, unit="launch", leave=False):
             if schedule_of(name)[1] != 8192 or (args.kernels and name.split("#")[0] not in args.kernels):
                 continue
             r = launch_row(launch(run, name))
             rows.append(r)
-            print(f"{run} {name:18s} {r['ctas_per_sm']} CTA/SM  GB ncu {r['ncu_gb']:5.2f} replay {r['replay_gb']:5.2f} "
-                  f"scheduled {r['scheduled_gb']:5.2f} shuffled {r['shuffled_gb']:5.2f} (per-wave {r['per_wave_gb']:.2f})  "
-                  f"gap us {r['gap_us']:5.1f} / {r['scheduled_gap_us']:5.1f} / {r['shuffled_gap_us']:5.1f}  "
-                  f"CV wave0 {r['cv_wave0']:.3f}  side split max {r['side_split_max_pct']:4.1f}%", flush=True)
+            tqdm.write(f"{run} {name:18s} {r['ctas_per_sm']} CTA/SM  GB ncu {r['ncu_gb']:5.2f} replay {r['replay_gb']:5.2f} "
+                       f"scheduled {r['scheduled_gb']:5.2f} shuffled {r['shuffled_gb']:5.2f} (per-wave {r['per_wave_gb']:.2f})  "
+                       f"gap us {r['gap_us']:5.1f} / {r['scheduled_gap_us']:5.1f} / {r['shuffled_gap_us']:5.1f}  "
+                       f"CV wave0 {r['cv_wave0']:.3f}  side split max {r['side_split_max_pct']:4.1f}%")
     if args.kernels:  # a subset: print only, keep the committed tables whole
         return
     write_csv(RESULTS / "drift.csv", rows, "stamped launches (runs 22, 29, 57, 59): measured, scheduled and shuffled "

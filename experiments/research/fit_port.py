@@ -18,6 +18,8 @@ import statistics as st
 from pathlib import Path
 
 import sim
+from tqdm import tqdm
+
 from experiments import catalog
 from experiments.calibrate_clock import LOAD_LOOP_CALIBRATION
 from experiments.paths import read_rows, results_dir
@@ -50,7 +52,7 @@ def miss_factor_with_model_misses(gpu: str = "h200-sxm") -> dict:
     """l2_miss_port_factor with the misses predict() itself gives the load-only loops: the value in
     MISS_FACTORS whose largest error on LOAD_LOOP_CALIBRATION is smallest, ties (within 0.05
     points) broken by their rms; the byte rate and request cost kept."""
-    errors = {x: load_loop_errors(gpu, l2_miss_port_factor=x) for x in MISS_FACTORS}
+    errors = {x: load_loop_errors(gpu, l2_miss_port_factor=x) for x in tqdm(MISS_FACTORS, desc="miss factors")}
     worst = {x: max(abs(e[n]) for n in LOAD_LOOP_CALIBRATION) for x, e in errors.items()}
     best = min(worst.values())
     tied = [x for x in MISS_FACTORS if worst[x] <= best + 5e-4]

@@ -33,6 +33,8 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
+from tqdm import tqdm
+
 from experiments import catalog
 from experiments.paths import read_rows, results_dir
 from experiments.research.hbm_compare import read_ncu
@@ -180,7 +182,7 @@ def main(argv=None):
     if args.only:
         jobs = [j for j in jobs if j["kernel"] in args.only]
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        rows = list(pool.map(simulate, jobs))
+        rows = list(tqdm(pool.map(simulate, jobs), total=len(jobs), desc="GPU-wide timelines", unit="launch"))
     fields = list(dict.fromkeys(k for r in rows for k in r))
     if not args.only:
         out = RESULTS / "timeline_bytes.csv"

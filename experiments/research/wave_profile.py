@@ -37,6 +37,8 @@ import dataclasses
 
 import numpy as np
 
+from tqdm import tqdm
+
 from experiments import catalog
 from experiments.paths import logs_dir, results_dir, write_csv
 from experiments.research.l2_same_launch import KERNELS as SAME_LAUNCH
@@ -144,7 +146,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     prof = load_profile(GPU)
     waves, launches = [], []
-    for job in runs():
+    for job in tqdm(runs(), desc="stamped launches", unit="launch"):
         w, launch = profile_run(job, prof)
         waves += w
         launches.append(launch)
