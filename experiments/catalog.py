@@ -18,8 +18,8 @@ are two spellings of one grammar, and both resolve here:
                            CTAs per SM, the same work)
 
 Anything a name leaves out takes the preset's value. A few study labels that are not in this
-grammar (run 52's "v2 s2 @2": V2, 2 stages, padded down to 2 CTAs per SM) are ALIASES of a
-grammar name. The tuples below are the sets the commands run, in the order they run them:
+grammar (the residency study's "v2 s2 @2": V2, 2 stages, padded down to 2 CTAs per SM) are
+ALIASES of a grammar name. The tuples below are the sets the commands run, in the order they run them:
 the Nsight Compute rows of a run follow that order.
 """
 from __future__ import annotations
@@ -148,8 +148,9 @@ PREFETCH = ("v3 128x128x64 s6 prefetch 3", "v3 128x128x64 s6 prefetch 4", "v3 12
 # tutorial's V2 with its phase array in local memory.
 SEED_CASE = ("v1", "v2", "v2-local", "v3", "v3 s3", "v3 s4", "v4", "v4 s4", "v5")
 
-# Study labels outside the grammar. Run 52 (which rings lose their L2 reuse): "v2 s2 @2" is
-# V2 at 2 stages padded with unused shared memory down to 2 CTAs per SM.
+# Study labels outside the grammar. The residency study (which rings lose their L2 reuse,
+# experiments.research.activity.RESIDENCY): "v2 s2 @2" is V2 at 2 stages padded with unused
+# shared memory down to 2 CTAs per SM.
 ALIASES = {
     "v2 s2 @3": "v2 s2", "v2 s2 @2": "v2 s2 +32KB smem", "v2 s2 @1": "v2 s2 +64KB smem",
     "v2 s3 @2": "v2 s3", "v2 s3 @1": "v2 s3 +32KB smem", "v2 s4 @1": "v2 s4", "v2 s6 @1": "v2 s6",
