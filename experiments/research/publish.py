@@ -39,25 +39,24 @@ ACTIVITY_RUNS = ("run48", "run49", "run50", "run51", "run52", "run53", "run54", 
 COMMAND = "python -m experiments.research.publish"
 
 
-def _stacked(runs, file: str) -> list[dict]:
-    """The rows of logs/<run>/<file> for each run, a `run` column first."""
-    return [{"run": run, **r} for run in runs for r in read_rows(logs_dir() / run / file)]
+def _stacked(runs, file: str, study: str, record: str, what: str) -> tuple[list[dict], str]:
+    """The rows of logs/<run>/<file> for each run, a `run` column first, and their header: `what`,
+    and the command that summarized each run's raw `record` into its file."""
+    rows = [{"run": run, **r} for run in runs for r in read_rows(logs_dir() / run / file)]
+    return rows, (f"{what}; runs {', '.join(runs)} (logs/<run>/{file}, from python -m experiments.research.{study} "
+                  f"--summarize logs/<run>/{record}); {COMMAND}")
 
 
 def clock_transient() -> tuple[list[dict], str]:
-    return _stacked(TRANSIENT_RUNS, "clock_transient.csv"), (
-        f"TFLOPS and counted clocks of each launch from a rested GPU, medians by window of launch numbers, "
-        f"and stamped launches against the model as it stood (model_tflops columns); runs "
-        f"{', '.join(TRANSIENT_RUNS)} (logs/<run>/clock_transient.csv, from python -m "
-        f"experiments.research.clock_transient --summarize logs/<run>/transient.npz); {COMMAND}")
+    return _stacked(TRANSIENT_RUNS, "clock_transient.csv", "clock_transient", "transient.npz",
+                    "TFLOPS and counted clocks of each launch from a rested GPU, medians by window of launch numbers, "
+                    "and stamped launches against the model as it stood (model_tflops columns)")
 
 
 def power_sweep() -> tuple[list[dict], str]:
-    return _stacked(SWEEP_RUNS, "power_sweep.csv"), (
-        f"board power against busy SMs (nvidia-smi power.draw.instant every 20 ms, median of the second half of "
-        f"each point) and the activity of the loop's last launch; K = 131072; runs {', '.join(SWEEP_RUNS)} "
-        f"(logs/<run>/power_sweep.csv, from python -m experiments.research.power_sweep --summarize "
-        f"logs/<run>/sweep.npz); {COMMAND}")
+    return _stacked(SWEEP_RUNS, "power_sweep.csv", "power_sweep", "sweep.npz",
+                    "board power against busy SMs (nvidia-smi power.draw.instant every 20 ms, median of the second "
+                    "half of each point) and the activity of the loop's last launch; K = 131072")
 
 
 def activity() -> tuple[list[dict], str]:
