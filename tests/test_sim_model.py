@@ -115,7 +115,7 @@ def test_l2_share_is_the_port_or_an_even_share_of_the_aggregate():
                    "(9.2-9.6 TB/s, the same in either raster order) and carries 9.9 TB/s of 128-B-row hits; "
                    "the 64x256x64 V2 GEMM moves 11.3-12.0 TB/s in column order with the same 128-B rows; the load-only "
                    "loops that set the port had 2.7-3.7x more DRAM misses than the model assumed for them (run 19), "
-                   "so the port's rate is fitted against wrong miss costs (sim/README.md, ninth pass); in row order "
+                   "so the port's rate is fitted against wrong miss costs (docs/research/model-passes.md, ninth pass); in row order "
                    "the same GEMM reads 4.8x the DRAM bytes (lost L2 reuse, run 18) and its load-only loop moves 6.4 TB/s")
 def test_l2_feed_is_not_below_what_the_h200_measured():
     """64x256x64 V2 moved 21.5 GB L2->SM in <= 1.87 ms on the H200 (>= 11.5 TB/s): the

@@ -74,7 +74,7 @@ def report(acts: dict, out_csv: Path | None, dirs=()) -> dict:
                     for f in fits}} for k, a in acts.items()]
         write_csv(out_csv, rows, "counted clock f (GHz), tensor use u, L2 -> SM and DRAM TB/s per kernel under "
                       "Nsight Compute, and the clock each form fitted on the calibration kernels gives; python -m "
-                      "experiments.fit_clock_form " + " ".join(str(d) for d in dirs))
+                      "experiments.research.fit_clock_form " + " ".join(str(d) for d in dirs))
     return best
 
 

@@ -1,4 +1,4 @@
-"""Power-cap clock model, tried and NOT accepted (seventh pass; sim/README.md): python -m experiments.research.fit_power
+"""Power-cap clock model, tried and NOT accepted (seventh pass; docs/research/model-passes.md): python -m experiments.research.fit_power
 
 Form (board power at the cap, static power folded into the cap, cap = 1):
     f^g * (c0 + a*u + b*B) + h*H = 1

@@ -100,7 +100,7 @@ def gemm_jobs(ncu) -> list[dict]:
 
 
 def back_to_back_jobs() -> list[dict]:
-    """Run 31 (experiments.launch_spread): per kernel the median over ten launches."""
+    """Run 31 (experiments.research.launch_spread): per kernel the median over ten launches."""
     by: dict[str, list[dict]] = {}
     for r in read_rows(RESULTS / "launch_spread.csv"):
         by.setdefault(r["kernel"], []).append(r)

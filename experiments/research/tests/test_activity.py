@@ -98,7 +98,7 @@ def test_port_from_the_loops_holds_out_the_gemms(port):
 
 
 def test_the_profiles_miss_charge_is_fitted_with_the_models_own_misses():
-    """l2_miss_port_factor is what `python -m experiments.fit_port --model-misses` gives: the
+    """l2_miss_port_factor is what `python -m experiments.research.fit_port --model-misses` gives: the
     three calibration loops with the HBM bytes predict() gives them, minimax (0.2-0.5 tie at
     2.2%), ties by their rms (docs/research/notes.md 77)."""
     r = fit_port.miss_factor_with_model_misses()
