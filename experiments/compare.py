@@ -1,13 +1,13 @@
 """Measured vs predicted: python -m experiments.compare [--gpu h200-sxm]
 
 Reads experiments/results/<gpu>/measured.csv (experiments.measure) and, when present, the
-other sweeps in its format (SWEEPS: the V1..V5 ladder, the raster sweep), runs sim.predict
+other sweeps in its format (SWEEPS: the V1..V5 ladder of `measure --ladder`, the raster sweep), runs sim.predict
 for every row (the row's schedule: version, tile, stages; its shape and dtype; the GPU
 profile of the same name), and writes into experiments/results/<gpu>/
   compare.csv   every measured column, then predicted_tflops, predicted_ms,
                 error_ratio (predicted / measured TFLOPS), error_pct, predicted_ctas_per_sm,
                 predicted_bound and held_out (False for a row that informed a model
-                parameter; see HELD_IN below and sim/README.md)
+                parameter; see HELD_IN below and docs/model.md)
   compare.png   predicted vs measured TFLOPS, one point per row
 and prints a summary: median and max absolute % error (all rows, and held-out rows),
 the Spearman rank correlation, CTAs/SM agreement, and the rows the model gets worst.
@@ -31,11 +31,13 @@ import statistics
 import sys
 from pathlib import Path
 
-RESULTS = Path(__file__).with_name("results")
+from tqdm import tqdm
+
+from .paths import RESULTS, read_comments, read_rows
 
 # Rows (per GPU) whose measured figures informed a model parameter, by
 # (version, block_m, block_n, block_k, stages). Every other row is held out.
-# Keep this in step with the parameter notes in sim/hardware.py and sim/README.md.
+# Keep this in step with the parameter notes in sim/hardware.py and docs/model.md.
 HELD_IN: dict[str, set[tuple]] = {
     "h200-sxm": (
         # l2_request_clk (one L2 request per box row per 2 clk): every block_k=16 row
@@ -48,7 +50,7 @@ HELD_IN: dict[str, set[tuple]] = {
         # tma_writes_share_smem refuted and phase_local_clk derived from clock.csv's V2 s2/s3
         # (local and register): the same schedules here
         | {("v2", 128, 128, 64, 2), ("v2", 128, 128, 64, 3), ("v2-local", 128, 128, 64, 2)}
-        # l2_request_additive (sixth pass): the sum of request and byte time, not the max, was
+        # l2_request_additive: the sum of request and byte time, not the max, was
         # chosen after seeing the block_k=32 (64-B row) rows; the ns values themselves come from
         # load_loop.csv (no GEMM row)
         | {(v, bm, bn, 32, st) for bm, bn in ((64, 128), (128, 128), (128, 192), (64, 256))
@@ -68,7 +70,7 @@ CLOCK_HELD_IN: dict[str, dict[str, str]] = {
         "v2 64x256x64 s2": "l2_read_bytes_per_clk (measured.csv)",
         "v1 64x128x64": "l2_read_bytes_per_clk (measured.csv)",
         "v1 64x128x16": "l2_request_clk (block_k=16 rows of measured.csv)",
-        "v2 128x128x32 s2": "l2_request_additive chosen after seeing it (sixth pass)",
+        "v2 128x128x32 s2": "l2_request_additive chosen after seeing it",
     },
 }
 # clock.csv rows whose in-kernel clock is aggregated into the profile's clock_ghz
@@ -79,7 +81,7 @@ CLOCK_ROWS_FOR_CLOCK: dict[str, set[str]] = {
 }
 
 # sweeps in measured.csv's format and clock sweeps in clock.csv's, read after the first
-SWEEPS = ("ladder.csv", "rasters.csv")
+SWEEPS = ("measured_ladder.csv", "rasters.csv")
 CLOCK_SWEEPS = ("clock_versions.csv", "clock_depth.csv")
 
 EXTRA_COLUMNS = ["source", "predicted_tflops", "predicted_ms", "error_ratio", "error_pct",
@@ -91,10 +93,7 @@ CLOCK_COLUMNS = ["schedule", "phase_storage", "clock_ghz", "tensor_util_per_cloc
 
 def read_measured(path: Path) -> tuple[list[str], list[dict]]:
     """Header comment lines and the rows of a measured.csv."""
-    lines = path.read_text().splitlines()
-    comments = [ln for ln in lines if ln.startswith("#")]
-    body = [ln for ln in lines if ln.strip() and not ln.startswith("#")]
-    return comments, list(csv.DictReader(body))
+    return read_comments(path), read_rows(path)
 
 
 def _float(v) -> float | None:
@@ -154,7 +153,7 @@ def compare_clock_rows(gpu: str, folder: Path, profile=None) -> list[dict]:
     held_other = CLOCK_HELD_IN.get(gpu, {})
     held_clock = CLOCK_ROWS_FOR_CLOCK.get(gpu, set())
     out_rows = []
-    for r in rows:
+    for r in tqdm(rows, desc=f"predict {gpu} clock rows", unit="row", leave=False):
         version, s = clock_schedule(r)
         key = (version, s.block_m, s.block_n, s.block_k, s.stages)
         meas, ghz = float(r["tflops"]), float(r["clock_ghz"])
@@ -233,7 +232,7 @@ def compare(gpu: str = "h200-sxm", results: Path = RESULTS, plot: bool = True,
             rows += [dict(r, source=name) for r in read_measured(folder / name)[1]]
     held_in = HELD_IN.get(gpu, set()) if held_in is None else held_in
     out_rows = []
-    for r in rows:
+    for r in tqdm(rows, desc=f"predict {gpu} rows", unit="row", leave=False):
         out = dict(r)
         try:
             s = row_schedule(r)

@@ -4,8 +4,10 @@
   python -m experiments.measure --quick         # a few schedules, for a smoke run
   python -m experiments.measure --host-overhead # warm-call host cost at 256^3 vs cupy.matmul
   python -m experiments.measure --ladder        # V1..V5 at the seed's tile and V5's larger tiles
+                                                # (measured_ladder.csv)
   python -m experiments.measure --seed-pair     # the seed's case, every version taking turns
   python -m experiments.measure --rasters       # row / column / grouped order on non-square tiles
+                                                # (rasters.csv)
 
 Each row: one schedule at one shape, its median time, cuBLAS's median time on the
 same inputs measured right after it in the same process, and whether its output
@@ -23,8 +25,13 @@ import sys
 import time
 from pathlib import Path
 
+from tqdm import tqdm
+
 from gemm.schedule import ScheduleError, preset
 
+from . import catalog
+from .paths import results_dir
+from .reference import TOLERANCE, random_operands
 from .timing import time_interleaved, tflops
 
 TILES = [(64, 128), (128, 128), (128, 256), (256, 128), (256, 256)]  # the tutorial's search space
@@ -104,9 +111,11 @@ def provenance() -> dict:
 
 def measure(schedules, m, n, k, dtype, b_major, writer, meta, log):
     import torch
+
     import gemm
-    from gemm.api import _kernel
-    from .reference import random_operands
+    from gemm.compile import compile_kernel
+    from gemm.kernels import KernelConfig
+    from gemm.launch import load_kernel
 
     sets = []
     for seed in range(3):  # 3 input sets of 2*8192^2*2 B each: far more than the 60 MB L2
@@ -121,7 +130,7 @@ def measure(schedules, m, n, k, dtype, b_major, writer, meta, log):
     log(f"cuBLAS alone: {tflops(m, n, k, cublas_alone_ms):.1f} TFLOPS")
     meta["cublas_tflops_alone"] = f"{tflops(m, n, k, cublas_alone_ms):.1f}"
     rows = []
-    for sched in schedules:
+    for sched in tqdm(schedules, desc="measure", unit="schedule"):
         t0 = time.time()
         out.fill_(float("nan"))
         gemm.matmul(*sets[0], schedule=sched, out=out)
@@ -135,8 +144,7 @@ def measure(schedules, m, n, k, dtype, b_major, writer, meta, log):
         # and alone, after a long warm-up: the sustained speed at the clock this kernel earns
         ms_alone = time_interleaved({"ours": lambda a, b: gemm.matmul(a, b, schedule=sched, out=out)},
                                     sets, warmup=20)["ours"]
-        loaded = _kernel(sched, dtype, "k", b_major)
-        from gemm.compile import compile_kernel
+        loaded = load_kernel(KernelConfig(sched, dtype, "k", b_major))
         regs = compile_kernel(loaded.config).registers
         clock = smi("clocks.sm")
         row = {
@@ -144,7 +152,7 @@ def measure(schedules, m, n, k, dtype, b_major, writer, meta, log):
             "block_m": sched.block_m, "block_n": sched.block_n, "block_k": sched.block_k,
             "stages": sched.stages, "ms": f"{ms:.4f}", "tflops": f"{tflops(m, n, k, ms):.1f}",
             "cublas_ms": f"{cublas_ms:.4f}", "cublas_tflops": f"{tflops(m, n, k, cublas_ms):.1f}",
-            "ratio": f"{cublas_ms / ms:.3f}", "correct": err < (2e-3 if dtype == "float16" else 1.2e-2),
+            "ratio": f"{cublas_ms / ms:.3f}", "correct": err < TOLERANCE[dtype],
             "rel_err": f"{err:.2e}", "registers": regs,
             "ctas_per_sm": loaded.occupancy.max_active_blocks_per_multiprocessor(
                 sched.threads, sched.shared_bytes),
@@ -161,35 +169,28 @@ def measure(schedules, m, n, k, dtype, b_major, writer, meta, log):
     return rows
 
 
-SEED_CASE = {  # the seed's 128x128x64 tile: each version at its preset depth, V3 and V4 deeper too
-    "v1": preset("v1"), "v2": preset("v2"),
-    "v2_local": preset("v2", phase_storage="local"),   # the tutorial's phase array in local memory
-    "v3": preset("v3"), "v3_s3": preset("v3", stages=3), "v3_s4": preset("v3", stages=4),
-    "v4": preset("v4"), "v4_s4": preset("v4", stages=4), "v5": preset("v5"),
-}
-
-
 def seed_pair(log, repeats=3, iters=200):
     """Every version at the seed's case (128x128x64, 8192^3 fp16, B stored [N, K]) and
     cuBLAS taking turns run by run, so all see the same clock; `repeats` independent
     medians of `iters` runs each show the spread."""
     import torch
+
     import gemm
-    from .reference import random_operands
     sets = []
     for seed in range(3):
         a, b = random_operands(8192, 8192, 8192, "float16", seed=seed)
         sets.append((a, b.t().contiguous().t()))
     out = torch.empty((8192, 8192), dtype=torch.float16, device="cuda")
-    fns = {name: (lambda a, b, s=s: gemm.matmul(a, b, schedule=s, out=out)) for name, s in SEED_CASE.items()}
+    fns = {name: (lambda a, b, s=s: gemm.matmul(a, b, schedule=s, out=out))
+           for name, s in catalog.schedules(catalog.SEED_CASE).items()}
     fns["cublas"] = lambda a, b: torch.matmul(a, b, out=out)
     results = []
-    for r in range(repeats):
+    for r in tqdm(range(repeats), desc="seed pair", unit="repeat"):
         ms = time_interleaved(fns, sets, iters=iters)
         t = {name: tflops(8192, 8192, 8192, v) for name, v in ms.items()}
         results.append(t)
         log(f"seed case, repeat {r}: " + "  ".join(f"{name} {v:.1f}" for name, v in t.items())
-            + f" TFLOPS  V2/V1 {t['v2'] / t['v1']:.4f}  V2-local/V1 {t['v2_local'] / t['v1']:.4f}"
+            + f" TFLOPS  V2/V1 {t['v2'] / t['v1']:.4f}  V2-local/V1 {t['v2-local'] / t['v1']:.4f}"
             + f"  V3/V1 {t['v3'] / t['v1']:.4f}  V3/V2 {t['v3'] / t['v2']:.4f}")
     return results
 
@@ -248,14 +249,16 @@ def main(argv=None):
                    help="instead: the raster orders (row, column, grouped) on non-square tiles")
     p.add_argument("--ladder", action="store_true",
                    help="instead of the tutorial's V1/V2 space: V1..V5 at 128x128x64 and V5 on larger tiles")
-    p.add_argument("--out", type=Path, default=Path("experiments/results/h200-sxm/measured.csv"))
+    p.add_argument("--gpu", default="h200-sxm", help="results folder (default %(default)s)")
+    p.add_argument("--out", type=Path, default=None, help="the CSV to write (default: experiments/results/<gpu>/"
+                   "measured.csv; measured_ladder.csv with --ladder, rasters.csv with --rasters)")
     p.add_argument("--log", type=Path, default=None, help="also write the log here")
     args = p.parse_args(argv)
 
     logf = open(args.log, "a") if args.log else None
 
     def log(msg):
-        print(msg, flush=True)
+        tqdm.write(msg)
         if logf:
             logf.write(msg + "\n")
             logf.flush()
@@ -280,6 +283,8 @@ def main(argv=None):
                 log(f"skip {s}: {why}")
             else:
                 schedules.append(s)
+    args.out = args.out or results_dir(args.gpu) / (
+        "measured_ladder.csv" if args.ladder else "rasters.csv" if args.rasters else "measured.csv")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "w", newline="") as f:
         f.write("# measured by python -m experiments.measure " + " ".join(argv or sys.argv[1:]) + "\n")

@@ -1,6 +1,6 @@
 """Launch a clock-probe build of a kernel (KernelConfig(.., clock_probe=True)) straight through
 gemm.launch, so that every launch leaves each CTA's clock64, globaltimer and SM id in one
-array: the per-CTA stamps experiments.calibrate_clock and experiments.l2_same_launch read."""
+array: the per-CTA stamps experiments.calibrate_clock and the research studies read."""
 from __future__ import annotations
 
 

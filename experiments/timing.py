@@ -1,4 +1,4 @@
-"""The timing protocol of DESIGN.md, in one place: CUDA events, warm-up, about 30
+"""The timing protocol of docs/design.md, in one place: CUDA events, warm-up, about 30
 timed runs, the median; inputs rotated among buffer sets so that L2 does not hold
 them between runs; rivals timed in the same process, interleaved in rounds so
 that a clock that sags under sustained load weighs on each of them alike."""

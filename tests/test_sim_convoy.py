@@ -1,5 +1,5 @@
 """CPU tests of sim/convoy.py: which schedules the miss holds in convoy, and the bytes of
-free-running grids (experiments/NOTES.md 72, 76; the measured facts are the Nsight Compute DRAM
+free-running grids (docs/research/notes.md 72, 76; the measured facts are the Nsight Compute DRAM
 bytes of runs 48 and 52-54, experiments/results/h200-sxm/dram_reuse.csv)."""
 import dataclasses
 
@@ -82,7 +82,7 @@ def test_predict_with_convoy_reuse():
 
 def test_seed_order_with_convoy_reuse():
     """With the convoy's bytes the H100 profile orders the seed's kernels as the seed measured
-    them: V2 (local phases) < V1 < V3. Its V2 figure is not the seed's 518 (NOTES 72)."""
+    them: V2 (local phases) < V1 < V3. Its V2 figure is not the seed's 518 (docs/research/notes.md 72)."""
     p = {v: sim.predict(s, N, N, N, gpu="h100-sxm", reuse="convoy") for v, s in
          (("v1", preset("v1")), ("v2", preset("v2", phase_storage="local")), ("v3", preset("v3")))}
     assert p["v2"].tflops < p["v1"].tflops < p["v3"].tflops

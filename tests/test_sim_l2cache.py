@@ -1,12 +1,12 @@
 """CPU tests of the LRU replay of the L2 over a timeline of the grid (sim/l2cache.py)."""
-from pathlib import Path
-
 import numpy as np
 import pytest
 
+from experiments import catalog
+from experiments.paths import read_rows, results_dir
 from gemm.schedule import preset
 from sim.engines import memory_traffic
-from sim.l2cache import lockstep_timeline, probe_timeline, replay
+from sim.l2cache import lockstep_timeline, replay
 
 N = 8192
 MB = 1 << 20
@@ -65,7 +65,7 @@ def test_misses_are_counted_for_the_cta_that_makes_them():
 @pytest.mark.parametrize("raster", ["row", "column", "grouped"])
 def test_lockstep_matches_the_per_wave_figure_in_every_raster(raster):
     """64x256 tiles: in lockstep the launch order changes only which panels a wave shares
-    (the 4.8x of row order on the H200 is not a lockstep effect: experiments/NOTES.md)."""
+    (the 4.8x of row order on the H200 is not a lockstep effect: docs/research/notes.md)."""
     s = preset("v2", block_m=64, block_n=256, raster=raster)
     got = _lockstep(s, N, 264, slices_per_step=4)["hbm_read_bytes"]
     assert got == memory_traffic(s, N, N, N, 264)["hbm_read_bytes"]
@@ -81,21 +81,24 @@ def test_bad_timelines_are_refused():
 
 # ---- against the H200: every CTA's stamps and the DRAM bytes of one launch (run 29) ----
 def _same_launch():
-    """(name, schedule, K, stamps, Nsight Compute DRAM bytes) per kernel of run 29 (one
+    """(name, schedule, K, (starts, durations, SMs) in us, Nsight Compute DRAM bytes) per kernel
+    of run 29 (experiments/results/h200-sxm/same_launch.csv and same_launch_stamps.csv; one
     profiler pass: runs 22 and 28 took three, so their stamps and bytes may be of different
-    passes; experiments/NOTES.md item 31)."""
-    from pathlib import Path
-    from experiments.hbm_bytes import SCHEDULES
-    from experiments.hbm_compare import read_ncu
-    from experiments.l2_same_launch import KERNELS
-    logs = Path(__file__).resolve().parents[1] / "experiments" / "results" / "h200-sxm" / "logs" / "run29"
-    probes = np.load(logs / "probes.npz")
-    return [(name, SCHEDULES[key], k, probes[name], m["dram__bytes_read.sum"])
-            for (name, key, k), m in zip(KERNELS, read_ncu(logs / "ncu.csv"))]
+    passes; docs/research/notes.md item 31)."""
+    ctas = {}
+    for r in read_rows(results_dir() / "same_launch_stamps.csv"):
+        ctas.setdefault(r["kernel"], []).append((int(r["start_ns"]), int(r["duration_ns"]), int(r["sm"])))
+    out = []
+    for r in read_rows(results_dir() / "same_launch.csv"):
+        start, duration, sm = np.array(ctas[r["kernel"]], dtype=np.int64).T
+        out.append((r["kernel"], catalog.schedule(r["schedule"]), int(r["k"]), (start / 1e3, duration / 1e3, sm),
+                    float(r["dram_read_bytes"])))
+    return out
 
 
-def _replayed(s, k, rec, l2):
-    return replay(s, N, N, k, *probe_timeline(rec), l2)["hbm_read_bytes"]
+def _replayed(s, k, timeline, l2):
+    starts, durations, _ = timeline
+    return replay(s, N, N, k, starts, durations, l2)["hbm_read_bytes"]
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +132,7 @@ def test_replay_of_the_measured_timeline_gives_the_dram_bytes(same_launch):
         assert replayed == pytest.approx(measured, rel=0.15), name
 
 
-# ---- the two partitions (PartitionedL2; run 26: experiments/l2_sides.py) ----
+# ---- the two partitions (PartitionedL2; run 26: experiments/research/l2_sides.py) ----
 def test_partitions_near_far_and_miss():
     from sim.l2cache import PartitionedL2
     c = PartitionedL2(2 * MB, hit_ns=10, far_ns=30, miss_ns=100)
@@ -142,7 +145,7 @@ def test_partitions_near_far_and_miss():
 
 
 def _sweep_half_miss(readers, sizes_mib, block=256 * 1024):
-    """The capacity experiment of experiments/l2_capacity.py run on the model: two sweeps
+    """The capacity experiment of experiments/research/l2_capacity.py run on the model: two sweeps
     over a buffer, each block read by `readers` SMs of random sides; the size (MiB) at which
     the second sweep first misses half its bytes."""
     from sim.l2cache import PartitionedL2
@@ -177,20 +180,7 @@ def test_partitioned_replay_matches_the_single_lru(same_launch):
     g = load_profile("h200-sxm")
     sides = np.array(g.l2_side_by_sm)
     single = {name: replayed for name, _, _, replayed in same_launch}
-    for name, s, k, rec, _ in _same_launch():
+    for name, s, k, (starts, durations, sm), _ in _same_launch():
         if name in ("v1", "v2"):
-            got = replay(s, N, N, k, *probe_timeline(rec), g.l2_bytes, sides=sides[rec[:, 4].astype(int)])
+            got = replay(s, N, N, k, starts, durations, g.l2_bytes, sides=sides[sm])
             assert got["hbm_read_bytes"] == pytest.approx(single[name], rel=0.05), name
-
-
-def test_l2_keeps_the_panel_pattern_with_or_without_a_power_of_two_stride():
-    """Run 55 (experiments/l2_capacity.py --panels): K slices of 8192 rows 16 KB apart, read twice,
-    lose half the second sweep at 45.7 MiB (one reader) and 39.2 (two), the same with rows
-    128 B longer: no capacity lost to set aliasing (experiments/NOTES.md 68)."""
-    from experiments import l2_capacity
-    res = l2_capacity.summarize(Path(__file__).resolve().parents[1] / "experiments" / "results" / "h200-sxm"
-                                / "logs" / "run55")
-    half = res["half_miss_mib"]
-    assert half["panels"] == pytest.approx(half["panels ld+64"], abs=0.5) and 44 < half["panels"] < 48
-    assert half["panels, two readers"] == pytest.approx(half["panels ld+64, two readers"], abs=0.5)
-    assert 37 < half["panels, two readers"] < 42

@@ -2,7 +2,8 @@
 import pytest
 
 import sim
-from experiments.fit_port import LOAD_LOOP_CALIBRATION
+from experiments import catalog
+from experiments.calibrate_clock import LOAD_LOOP_CALIBRATION
 from gemm.schedule import PRESETS, ScheduleError, preset
 from sim.engines import memory_traffic, residency, waves
 from sim.hardware import load_profile
@@ -43,7 +44,7 @@ def test_more_stages_never_slower_without_block_sync_at_equal_residency():
     """An invariant the issue asks of the pipeline: with the HBM bytes held (each panel once per
     wave), a deeper ring at the same CTAs/SM is never slower. The H200 breaks it at one CTA/SM:
     V3 at 4, 5 and 6 stages runs 0.585, 0.578 and 0.499 of the peak per clock (run 15,
-    clock_depth.csv), for a reason the model does not have (experiments/NOTES.md item 15)."""
+    clock_depth.csv), for a reason the model does not have (docs/research/notes.md item 15)."""
     g = load_profile("h100-sxm")
     by_ctas: dict[int, list[tuple[int, float]]] = {}
     for st in range(2, 8):
@@ -114,7 +115,7 @@ def test_l2_share_is_the_port_or_an_even_share_of_the_aggregate():
                    "(9.2-9.6 TB/s, the same in either raster order) and carries 9.9 TB/s of 128-B-row hits; "
                    "the 64x256x64 V2 GEMM moves 11.3-12.0 TB/s in column order with the same 128-B rows; the load-only "
                    "loops that set the port had 2.7-3.7x more DRAM misses than the model assumed for them (run 19), "
-                   "so the port's rate is fitted against wrong miss costs (sim/README.md, ninth pass); in row order "
+                   "so the port's rate is fitted against wrong miss costs (docs/research/model-passes.md, ninth pass); in row order "
                    "the same GEMM reads 4.8x the DRAM bytes (lost L2 reuse, run 18) and its load-only loop moves 6.4 TB/s")
 def test_l2_feed_is_not_below_what_the_h200_measured():
     """64x256x64 V2 moved 21.5 GB L2->SM in <= 1.87 ms on the H200 (>= 11.5 TB/s): the
@@ -204,7 +205,7 @@ def test_seed_v3_above_v1(seed):
 def test_seed_v1_540(seed):
     """At the H200's measured sustained clock (1.30 GHz, not fitted to 540): 579 (+7.2%), held in
     convoy (its per-wave 1.77 GB from HBM), the L2->SM port calibrated in ns on the load-only
-    loops (load_loop.csv) with the misses the model gives them (experiments/NOTES.md 77)."""
+    loops (load_loop.csv) with the misses the model gives them (docs/research/notes.md 77)."""
     assert seed["v1"].tflops == pytest.approx(540, rel=0.10)
 
 
@@ -212,7 +213,7 @@ def test_seed_v2_518(seed):
     """565 (+9.1%): V2's ring hides a miss's extra latency, so nothing holds a panel's sharers
     together; its free-running CTAs (12 fast SMs and a 3.35% spread, measured on the H200's
     rings in a grouped raster, transferred) read 5.3 GB from HBM where a convoy reads 1.77: the
-    seed's Nsight line, DRAM 25% -> 68% (~4.8 GB). Nothing fitted to 518 (NOTES 76-77)."""
+    seed's Nsight line, DRAM 25% -> 68% (~4.8 GB). Nothing fitted to 518 (docs/research/notes.md 76-77)."""
     assert seed["v2"].tflops == pytest.approx(518, rel=0.10)
 
 
@@ -310,7 +311,7 @@ def test_loads_off_is_model_only_and_never_slower():
 
 # ---- the load-only loop microbenchmark (gemm/kernels/ring.py, load_loop_only; experiments/results/h200-sxm/load_loop.csv) ----
 # 128x128x64 at 3 and 1 CTAs/SM and 128x128x16 (request-bound) set l2_sm_bytes_per_ns, l2_miss_port_factor
-# and l2_request_ns (sim/hardware.py), experiments.fit_port.LOAD_LOOP_CALIBRATION; the others are held out
+# and l2_request_ns (sim/hardware.py), experiments.calibrate_clock.LOAD_LOOP_CALIBRATION; the others are held out
 
 
 def _load_loop_rows():
@@ -320,7 +321,7 @@ def _load_loop_rows():
 def test_load_only_loop_matches_the_load_loop_microbenchmark():
     """Kernel time at each row's in-kernel clock (1.97-1.98 GHz) and its measured CTAs/SM, with
     the HBM bytes the model gives each loop (sim/convoy.py: all free-running). Calibration rows
-    within 2.5% (fitted: +0.5%, -2.2%, -0.5%; experiments.fit_port --model-misses). Held out (6
+    within 2.5% (fitted: +0.5%, -2.2%, -0.5%; experiments.research.fit_port --model-misses). Held out (6
     and 2 CTAs/SM, 128x192x64, 64x128x64; today +3.4%, -3.5%, +3.1%, +5.8%) within 8%: the
     model's HBM bytes (which set the miss cost) are an estimate, and 8% still rejects the fifth
     pass's per-clock port (64 B/clk, one request per 2 clk: -39..-46% on these rows)."""
@@ -380,10 +381,9 @@ def test_hbm_bytes_match_nsight_compute_where_sharers_keep_together():
     shared panel's K slices together: V1 on three tiles, V3/V4 at 2 stages, V5 at 4, V5 128x256
     grouped, V2 64x256 in column order. Today within 1.3%. (The convoy model, predict's default,
     calls the last two free-running: dram_reuse.csv.)"""
-    from experiments.hbm_compare import SCHEDULES
     kernels = ("v1", "v1 128x192", "v1 64x256", "v3 s2", "v4 s2", "v5 s4", "v5 128x256 s4 grouped", "v2 64x256 s2")
     for name in kernels:
-        model = sim.predict(SCHEDULES[name], N, N, N, gpu="h200-sxm", reuse="per-wave").bytes["hbm_read_bytes"] / 1e9
+        model = sim.predict(catalog.schedule(name), N, N, N, gpu="h200-sxm", reuse="per-wave").bytes["hbm_read_bytes"] / 1e9
         for gb in _measured_gb(name):
             assert gb == pytest.approx(model, rel=0.03), (name, gb, model)
 
@@ -409,12 +409,11 @@ def test_measured_l2_reuse_moves_v2_toward_the_seed():
     between its per-wave bytes (598 TFLOPS) and the model's own free-running 5.3 GB (565):
     584-589 with 2.9-3.8 GB. Those early launches read less than the later ones (4.6-5.7 GB in
     runs 29-58, dram_reuse.csv): the loss varies launch by launch."""
-    from experiments.hbm_compare import SCHEDULES
-
     def trio(name):
-        own = sim.predict(SCHEDULES[name], N, N, N, gpu="h100-sxm")
-        per_wave = sim.predict(SCHEDULES[name], N, N, N, gpu="h100-sxm", reuse="per-wave")
-        return own, per_wave, [sim.predict(SCHEDULES[name], N, N, N, gpu="h100-sxm", hbm_read_bytes=gb * 1e9)
+        s = catalog.schedule(name)
+        own = sim.predict(s, N, N, N, gpu="h100-sxm")
+        per_wave = sim.predict(s, N, N, N, gpu="h100-sxm", reuse="per-wave")
+        return own, per_wave, [sim.predict(s, N, N, N, gpu="h100-sxm", hbm_read_bytes=gb * 1e9)
                                for gb in _measured_gb(name)]
     for name in ("v1", "v3 s2"):
         own, per_wave, measured = trio(name)
@@ -430,17 +429,13 @@ def test_measured_l2_reuse_moves_v2_toward_the_seed():
                    "misses and the calibrated factor the model is 10-16% too slow on them, and their slowdown with "
                    "fewer CTAs/SM is not a miss effect (1 CTA/SM misses less than 3 yet is slower)")
 def test_load_loop_calibration_misses_match_nsight_compute():
-    import csv
-    from pathlib import Path
-    from experiments.calibrate_clock import LOAD_LOOP_SCHEDULES
-    from experiments.hbm_compare import read_ncu
-    root = Path(__file__).resolve().parents[1] / "experiments" / "results" / "h200-sxm"
-    measured = dict(zip(LOAD_LOOP_SCHEDULES, read_ncu(root / "logs" / "run19" / "ncu.csv")))
-    rows = list(csv.DictReader(ln for ln in (root / "load_loop.csv").read_text().splitlines() if not ln.startswith("#")))
-    for r in rows:
+    from experiments.paths import read_rows, results_dir
+    measured = {r["kernel"]: float(r["dram_read_gb"]) * 1e9 for r in read_rows(results_dir() / "hbm_bytes.csv")
+                if r["run"] == "run19"}
+    for r in read_rows(results_dir() / "load_loop.csv"):
         if r["schedule"] not in LOAD_LOOP_CALIBRATION:
             continue
         s = preset("v2", block_m=int(r["block_m"]), block_n=int(r["block_n"]), block_k=int(r["block_k"]),
                    stages=int(r["stages"]))
         model = sim.predict(s, N, N, N, gpu="h200-sxm", mmas=False, ctas_per_sm=int(r["ctas_per_sm"]))
-        assert measured[r["schedule"]]["dram__bytes_read.sum"] == pytest.approx(model.bytes["hbm_read_bytes"], rel=0.10)
+        assert measured[r["schedule"]] == pytest.approx(model.bytes["hbm_read_bytes"], rel=0.10)

@@ -2,11 +2,12 @@
 L2 sharing and which drift apart, from the per-SM feed map the load-only loops measured."""
 import csv
 import dataclasses
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from experiments import catalog
+from experiments.paths import results_dir
 from gemm.schedule import preset
 from sim import timeline
 from sim.engines import memory_traffic
@@ -14,7 +15,7 @@ from sim.hardware import load_profile
 from sim.l2cache import wave_start_spreads
 
 N = 8192
-RESULTS = Path(__file__).resolve().parents[1] / "experiments" / "results" / "h200-sxm"
+RESULTS = results_dir()
 
 
 def _per_wave(s, k, ctas_per_sm):
@@ -108,7 +109,7 @@ def test_h100_profile_runs_on_the_transferred_map():
                    "spread of the last wave's starts matches (V2 179 vs 172 us) and the same LRU replays the "
                    "measured timeline to 6.27 GB: the model's CTAs spread as far but not in the same pattern "
                    "(its drift comes only from the per-SM feed map; the H200 splits the SMs by L2 partition); "
-                   "experiments/timeline_bytes.py. Outside the profiler V2 reads 1.98-3.70 GB and the timeline's "
+                   "experiments/research/timeline_bytes.py. Outside the profiler V2 reads 1.98-3.70 GB and the timeline's "
                    "2.55 is within its range (test_timeline_bytes_against_unprofiled_launches)")
 def test_ring_lost_reuse_magnitude():
     got = timeline.run(preset("v2"), N, N, N, "h200-sxm")
@@ -145,8 +146,8 @@ def _unprofiled_gb(kernel):
     def rows(path):
         return list(csv.DictReader(ln for ln in path.read_text().splitlines() if not ln.startswith("#")))
     got = [float(r["replayed_dram_gb"]) for r in rows(RESULTS / "launch_spread.csv") if r["kernel"] == kernel]
-    got += [float(r[f"replayed_dram_gb #{i}"]) for r in rows(RESULTS / "logs" / "run39" / "clock_transient.csv")
-            if r["kernel"] == kernel for i in (25, 150, 290)]
+    got += [float(r[f"replayed_dram_gb #{i}"]) for r in rows(RESULTS / "clock_transient.csv")
+            if r["run"] == "run39" and r["kernel"] == kernel for i in (25, 150, 290)]
     return got
 
 
@@ -155,8 +156,7 @@ def test_timeline_bytes_against_unprofiled_launches(kernel):
     """Outside the profiler the ring's loss is smaller than Nsight Compute counted (V2 1.98-3.70
     GB in 16 launches, against 3.2-6.1 under the profiler): the timeline's bytes lie within the
     launches' range and within 15% of their median; V1 and V3 s2 keep the per-wave bytes."""
-    from experiments.hbm_bytes import SCHEDULES
-    got = timeline.run(SCHEDULES[kernel], N, N, N, "h200-sxm")["hbm_read_bytes"] / 1e9
+    got = timeline.run(catalog.schedule(kernel), N, N, N, "h200-sxm")["hbm_read_bytes"] / 1e9
     measured = _unprofiled_gb(kernel)
     assert len(measured) >= 10
     assert min(measured) * 0.99 <= got <= max(measured) * 1.01
@@ -168,6 +168,5 @@ def test_timeline_bytes_against_unprofiled_launches(kernel):
                    "read 2.31-3.21 GB (medians 2.40, 2.31) and the timeline gives both 3.41, a loss they mostly do not show")
 @pytest.mark.parametrize("kernel", ["v2-local", "v2 s3", "v3 s3"])
 def test_timeline_bytes_against_unprofiled_launches_deeper_or_local(kernel):
-    from experiments.hbm_bytes import SCHEDULES
-    got = timeline.run(SCHEDULES[kernel], N, N, N, "h200-sxm")["hbm_read_bytes"] / 1e9
+    got = timeline.run(catalog.schedule(kernel), N, N, N, "h200-sxm")["hbm_read_bytes"] / 1e9
     assert got == pytest.approx(float(np.median(_unprofiled_gb(kernel))), rel=0.15)

@@ -1,0 +1,23 @@
+"""What the two-step device studies share (launch_spread, power_draw, power_sweep,
+clock_transient): `--dump FILE.npz` runs on the GPU and saves the raw record, `--summarize
+FILE.npz` reads it back with no GPU, `--csv` writes the summary rows (experiments.paths.write_csv)."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def dump_summarize_parser(doc: str, dump_help: str) -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dump", type=Path, metavar="FILE.npz", help=f"{dump_help} (needs the H200)")
+    ap.add_argument("--summarize", type=Path, metavar="FILE.npz", help="summarize what --dump wrote (no GPU)")
+    ap.add_argument("--csv", type=Path, help="write the summary rows here")
+    return ap
+
+
+def parse(ap: argparse.ArgumentParser, argv=None) -> argparse.Namespace:
+    args = ap.parse_args(argv)
+    if not (args.dump or args.summarize):
+        ap.error("give --dump or --summarize")
+    args.record = args.summarize or args.dump
+    return args

@@ -1,0 +1,46 @@
+"""The one catalog of named schedules (experiments/catalog.py): its grammar and its sets."""
+import pytest
+
+from experiments import catalog
+from gemm.schedule import preset
+
+
+@pytest.mark.parametrize("short, long", [
+    ("v1", "v1 128x128x64"), ("v2", "v2 128x128x64 s2"), ("v2 s3", "v2 128x128x64 s3"),
+    ("v2-local", "v2 128x128x64 s2 local"), ("v1 128x192", "v1 128x192x64"), ("v3 s2", "v3 128x128x64 s2"),
+    ("v5 128x256 s4", "v5 128x256x64 s4"),
+])
+def test_the_two_spellings_name_one_schedule(short, long):
+    assert catalog.schedule(short) == catalog.schedule(long)
+
+
+def test_words_set_the_presets_fields():
+    assert catalog.schedule("v2 64x256 s2 row") == preset("v2", block_m=64, block_n=256, stages=2, raster="row")
+    assert catalog.schedule("v3 bk32 s3") == preset("v3", block_k=32, stages=3)
+    assert catalog.schedule("v1 64x128x16") == preset("v1", block_m=64, block_k=16)
+    assert catalog.schedule("v5 128x256 s4 grouped").raster == "grouped"
+
+
+def test_loops_pads_prefetch_and_aliases():
+    e = catalog.entry("load loop 128x128x64 s1")
+    assert (e.kind, e.schedule) == ("load", preset("v2", stages=1))
+    assert catalog.entry("mma loop v5 128x128x64 s4") == catalog.Entry(preset("v5", stages=4), "mma")
+    assert catalog.entry("v3 s2 +32KB smem").pad_bytes == 32 * 1024
+    assert catalog.entry("v3 128x128x64 s6 prefetch 3").prefetch_limit == 3
+    assert catalog.entry("v2 s2 @1") == catalog.Entry(preset("v2"), "gemm", 64 * 1024)
+
+
+@pytest.mark.parametrize("name", ["", "v9", "s2 v2", "v2 fast", "v2 +32KB", "v2 128x128x64 s2 prefetch"])
+def test_names_outside_the_grammar_are_refused(name):
+    with pytest.raises(ValueError):
+        catalog.entry(name)
+
+
+def test_every_named_set_resolves_without_duplicates():
+    for names in (catalog.GEMMS, catalog.CLOCK_PROBED, catalog.MMA_LOOPS, catalog.LOAD_LOOPS, catalog.PREFETCH,
+                  catalog.SEED_CASE, tuple(catalog.ALIASES)):
+        assert len(set(names)) == len(names)
+        table = catalog.schedules(names)
+        assert list(table) == list(names)
+    assert {catalog.entry(n).kind for n in catalog.MMA_LOOPS} == {"mma"}
+    assert {catalog.entry(n).kind for n in catalog.LOAD_LOOPS} == {"load"}

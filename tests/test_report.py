@@ -1,0 +1,39 @@
+"""python -m experiments.report: the README's and docs/kernels.md's generated blocks are what the
+committed CSVs give, and the bench's tables take over when they exist."""
+import pytest
+
+from experiments import report
+
+LADDER = ("version,schedule,tflops,torch_tflops,cupy_tflops,ratio,correct,date\n"
+          "v1,v1 128x128x64,540.0,700.0,690.0,0.771,True,2026-12-01\n"
+          "v5,v5 128x256 s4 grouped,640.0,700.0,690.0,0.914,True,2026-12-01\n")
+SHAPES = ("suite,name,m,n,k,batch,dtype,schedule,ours_tflops,torch_tflops,cupy_tflops,ratio,correct,rel_err,gpu,date\n"
+          "square,8192,8192,8192,8192,1,float16,v2,600,650,640,0.923,True,2e-4,NVIDIA H200,2026-12-01\n"
+          "square,4096,4096,4096,4096,1,float16,v2,500,560,600,0.833,True,2e-4,NVIDIA H200,2026-12-01\n"
+          "decode,m16,16,4096,4096,1,bfloat16,v2,20,40,35,0.5,False,1,NVIDIA H200,2026-12-01\n")
+
+
+def test_the_generated_blocks_are_current():
+    """Figures in the README come from the committed results: regenerate them with
+    `python -m experiments.report` whenever a results CSV changes."""
+    assert report.main(["--check"]) == 0
+
+
+def test_the_bench_tables_take_over_when_present(tmp_path):
+    (tmp_path / "ladder.csv").write_text("# synthetic\n" + LADDER)
+    (tmp_path / "shapes.csv").write_text("# synthetic\n" + SHAPES)
+    text = "\n".join(report.readme_block(tmp_path, "test"))
+    assert "| v5 | v5 128x256 s4 grouped | 640 | 700 | 690 | 0.91 | True |" in text
+    assert "square: 2 shapes, median ratio 0.88, lowest 0.83 (4096)" in text
+    assert "decode: 1 shape, median ratio 0.50, lowest 0.50 (m16), 1 not correct" in text
+    kernels = "\n".join(report.kernels_block(tmp_path))
+    assert "| v1 |" in kernels and "0.77x the faster of torch and cupy" in kernels and "to be measured" in kernels
+    png = report.figure(tmp_path, "test", tmp_path / "f.png")
+    assert png.stat().st_size > 1000
+
+
+def test_replace_block():
+    text = "a\n<!-- x -->\nold\n<!-- y -->\nb\n"
+    assert report.replace_block(text, "<!-- x -->", "<!-- y -->", ["new"]) == "a\n<!-- x -->\nnew\n<!-- y -->\nb\n"
+    with pytest.raises(ValueError):
+        report.replace_block("no markers", "<!-- x -->", "<!-- y -->", [])
