@@ -61,3 +61,55 @@ def earned_clock(u: float, l2_tbs: float, dram_tbs: float, f_at: float, coef, g:
         mid = (lo + hi) / 2
         lo, hi = (lo, mid) if over(mid) else (mid, hi)
     return (lo + hi) / 2
+
+
+def predict_at_earned_clock(predict_at_profile, schedule, m, n, k, gpu, options: dict):
+    """sim.predict(clock="earned"): the prediction at the clock where the schedule's own activity
+    meets the profile's clock form. Bisection on the clock, each step a prediction at that
+    clock (the activity per clock moves with it: the L2 -> SM port is in ns). The HBM bytes
+    are decided once, at the profile's clock (a bisection whose bytes jumped between its steps
+    would not converge). `predict_at_profile(schedule, m, n, k, profile, **options)`."""
+    import dataclasses
+
+    from gemm.schedule import ScheduleError
+
+    from .engines import residency
+    from .hardware import load_profile
+    from .reuse import hbm_read_bytes
+
+    prof = load_profile(gpu) if isinstance(gpu, str) else gpu
+    if prof.clock_form_coef is None:
+        raise ScheduleError(f"profile {prof.name!r} has no clock form (clock_form_coef): "
+                            "use clock='profile' or calibrate it (python -m experiments.fit_clock_form .. --write)")
+    options = dict(options)
+    top = prof.wgmma_clock_top_ghz if options.get("mmas", True) else prof.clock_max_ghz
+    if options["hbm_read_bytes"] is None and options["loads"] and options["reuse"] != "per-wave":
+        c = options["ctas_per_sm"] or residency(schedule, prof)["ctas_per_sm"]
+        b, note = hbm_read_bytes(options["reuse"], schedule, m, n, k, prof, c, mmas=options.get("mmas", True),
+                                 batch=options.get("batch", 1))
+        options.update(reuse="per-wave", notes=[*(options["notes"] or []), *([note] if note else [])])
+        if b is not None:
+            options.update(hbm_read_bytes=b, hbm_read_source=f"{note.split(':')[0]}")
+
+    def at(f):  # the prediction at clock f, and whether its own activity is over the limit there
+        p = predict_at_profile(schedule, m, n, k, dataclasses.replace(prof, clock_ghz=f), **options)
+        s = p.call["kernel_ms"] * 1e-3
+        return p, over_limit(p.utilization["tensor"], p.bytes["l2_to_sm_bytes"] / s / 1e12,
+                             p.bytes["hbm_bytes"] / s / 1e12, f, prof.clock_form_coef, prof.clock_form_g,
+                             prof.sm_count)
+    p, over = at(top)
+    if over:  # the limit binds below the top clock: bisect for the clock whose activity meets it
+        lo, hi, p_lo = 0.5, top, None
+        for _ in range(14):
+            mid = (lo + hi) / 2
+            p_mid, over = at(mid)
+            if over:
+                hi = mid
+            else:
+                lo, p_lo = mid, p_mid
+        p = p_lo or at(lo)[0]
+    s = p.call["kernel_ms"] * 1e-3
+    p.notes.append(f"clock {p.clock_ghz:.3f} GHz earned from this schedule's activity (sim/clock.py: tensor "
+                   f"{p.utilization['tensor']:.2f} per clock, L2->SM {p.bytes['l2_to_sm_bytes'] / s / 1e12:.2f} "
+                   f"and DRAM {p.bytes['hbm_bytes'] / s / 1e12:.2f} TB/s) instead of the profile's {prof.clock_ghz:.3f}")
+    return p

@@ -256,6 +256,12 @@ class GpuProfile:
     wgmma_clock_top_ghz: float = 1.80
     cta_launch_clk: int = 600                # [assumed] CTA start: block scheduling, mbarrier init, first sync
     launch_us: float = 4.0                   # [assumed] kernel launch inside a CUDA-event timing
+    # ---- fixed costs of a call, and the features of the persistent clustered kernels ----
+    host_call_us: float = 34.6               # [measured] host time of one warm gemm.matmul call
+    host_launch_us: float = 7.0              # [paper] each further kernel a call launches (cuda.core)
+    cluster_arrive_clk: int = 200            # [assumed] a remote mbarrier arrive inside a cluster
+    multicast_receive_cost: float = 0.0      # [assumed] port cost of a multicast part another CTA loads
+    tma_store_bytes_per_ns: float | None = None  # [assumed] TMA store out of shared memory; None: the L2 port rate
 
     def __post_init__(self):
         # the nanosecond figures, when given, fix the per-SM-clock ones at this clock
@@ -303,8 +309,10 @@ class GpuProfile:
     def ns_to_clk(self, ns: float) -> float:
         return ns * self.clock_ghz
 
-    def hbm_bytes_per_clk_per_sm(self) -> float:
-        return self.hbm_tbs * 1e12 * self.hbm_efficiency / (self.clock_ghz * 1e9) / self.sm_count
+    def hbm_bytes_per_clk_per_sm(self, active_sms: int | None = None) -> float:
+        """One SM's share of the achievable HBM bandwidth while `active_sms` SMs pull."""
+        n = max(1, min(self.sm_count, active_sms or self.sm_count))
+        return self.hbm_tbs * 1e12 * self.hbm_efficiency / (self.clock_ghz * 1e9) / n
 
     def wgmma_tail(self, n: int) -> int:
         keys = sorted(self.wgmma_tail_clk)
