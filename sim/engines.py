@@ -18,6 +18,7 @@ CTAs share so that HBM carries it once.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -128,13 +129,19 @@ def waves(n_ctas: int, sm_count: int, ctas_per_sm: int) -> dict:
 
 
 def tile_order(s: Schedule, tm: int, tn: int) -> tuple[np.ndarray, np.ndarray]:
-    """(row, col) of each C tile in launch order (or in a persistent CTA's walk)."""
+    """(row, col) of each C tile in launch order (or in a persistent CTA's walk). Cached: the
+    arrays are shared, read them only."""
+    return _tile_order(s.raster, s.raster_group if s.raster == "grouped" else 0, tm, tn)
+
+
+@functools.lru_cache(maxsize=256)
+def _tile_order(raster: str, g: int, tm: int, tn: int) -> tuple[np.ndarray, np.ndarray]:
     ids = np.arange(tm * tn)
-    if s.raster == "row":
+    if raster == "row":
         return ids // tn, ids % tn
-    if s.raster == "column":
+    if raster == "column":
         return ids % tm, ids // tm
-    g = s.raster_group  # grouped: G tile rows at a time, column-major inside the group
+    # grouped: G tile rows at a time, column-major inside the group
     group = ids // (g * tn)
     first = group * g
     size = np.minimum(g, tm - first)
@@ -143,6 +150,20 @@ def tile_order(s: Schedule, tm: int, tn: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def memory_traffic(s: Schedule, m: int, n: int, k: int, per_wave: int, batch: int = 1) -> dict:
+    """Bytes over the L2 -> SM path and from HBM (see _memory_traffic); cached on what it reads."""
+    key = (s.block_m, s.block_n, s.block_k, s.raster, s.raster_group, s.cluster_m, s.cluster_n, s.split_k,
+           s.swap_ab, m, n, k, per_wave, batch)
+    if key not in _TRAFFIC:
+        if len(_TRAFFIC) > 4096:
+            _TRAFFIC.clear()
+        _TRAFFIC[key] = _memory_traffic(s, m, n, k, per_wave, batch)
+    return dict(_TRAFFIC[key])
+
+
+_TRAFFIC: dict = {}
+
+
+def _memory_traffic(s: Schedule, m: int, n: int, k: int, per_wave: int, batch: int = 1) -> dict:
     """Bytes over the L2 -> SM path and from HBM.
 
     Every work unit reads its A panel (its tile's rows inside the matrix x its K slice) and
@@ -165,22 +186,16 @@ def memory_traffic(s: Schedule, m: int, n: int, k: int, per_wave: int, batch: in
     a_read = tn * int(a_panel.sum()) * batch
     b_read = tm * int(b_panel.sum()) * batch
     l2_bytes = a_read / s.cluster_n + b_read / s.cluster_m
-    # HBM: distinct panels per wave, over the units in launch order
+    # HBM: distinct panels per wave, over the units in launch order (a product's slices one after
+    # another, each slice's tiles in raster order); panel ids: (batch, slice, tile row or column)
     n_units = tm * tn * slices * batch
-    unit = np.arange(n_units)
-    tile = unit % (tm * tn)
-    sl = (unit // (tm * tn)) % slices
-    bt = unit // (tm * tn * slices)
-    r, c = rows[tile], cols[tile]
-    a_key = (bt * slices + sl) * tm + r
-    b_key = (bt * slices + sl) * tn + c
-    a_size, b_size = a_panel[r, sl], b_panel[c, sl]
+    wave = np.arange(n_units) // max(1, per_wave)
+    layer = np.repeat(np.arange(slices * batch), tm * tn)            # batch x slices + slice, per unit
     hbm = 0
-    for start in range(0, n_units, max(1, per_wave)):
-        w = slice(start, start + per_wave)
-        _, ia = np.unique(a_key[w], return_index=True)
-        _, ib = np.unique(b_key[w], return_index=True)
-        hbm += int(a_size[w][ia].sum()) + int(b_size[w][ib].sum())
+    for idx, count, panel in ((np.tile(rows, slices * batch), tm, a_panel), (np.tile(cols, slices * batch), tn, b_panel)):
+        used = np.zeros((int(wave[-1]) + 1, slices * batch * count), bool)   # [wave, panel]: read in that wave
+        used[wave, layer * count + idx] = True
+        hbm += int(used.sum(axis=0) @ np.tile(panel.T.ravel(), batch))
     c_bytes = m * n * batch * (INPUT_BYTES if s.split_k == 1 else slices * ACCUMULATOR_BYTES)
     return {"l2_to_sm_bytes": int(round(l2_bytes)), "smem_fill_bytes": int(a_read + b_read),
             "hbm_read_bytes": int(hbm), "hbm_write_bytes": int(c_bytes), "hbm_bytes": int(hbm + c_bytes),
@@ -288,6 +303,32 @@ class BlockBarrier:
         yield self.env.timeout(self.cost)
 
 
+def wgmma_clk(gpu: GpuProfile, n: int, smem_write_bytes: float = 0.0) -> float:
+    """Clocks one m64nNk16 occupies the SM's tensor cores: the math at 4096 FLOP/clk, or the
+    shared-memory traffic at 128 B/clk, the larger: its reads of A (64x16) and B (Nx16), plus
+    `smem_write_bytes`, the TMA writes this instruction's share of the K tile brought in (when
+    the profile has TMA writes share the banks). A narrow N (swap-AB) is bound by the A reads:
+    n16 takes 20 clk for 8 clk of math. fp16 accumulation runs at the same rate [datasheet]."""
+    math_clk = 2 * WGMMA_M * n * WGMMA_K / gpu.tensor_flops_per_clk
+    smem = (WGMMA_M + n) * WGMMA_K * INPUT_BYTES
+    if gpu.tma_writes_share_smem:
+        smem += smem_write_bytes
+    return max(math_clk, smem / gpu.smem_bytes_per_clk)
+
+
+def box_clk(gpu: GpuProfile, nbytes: float, requests: float, port_share: float, miss_rate: float,
+            l2_rate: float, miss_charge: float, hbm_rate: float) -> tuple[float, float]:
+    """(port, HBM) clocks of one TMA box on one SM: its requests, then its bytes on the L2 -> SM
+    port (a missed byte also costs `miss_charge` x its read time: the L2 fill competes with the
+    reads), and its missed bytes at the SM's HBM share; `port_share` of each (multicast)."""
+    port_bytes = port_share * nbytes * (1.0 + miss_charge * miss_rate)
+    if gpu.l2_request_additive:
+        port = port_bytes / l2_rate + port_share * requests * gpu.l2_request_clk
+    else:
+        port = max(port_bytes / l2_rate, port_share * requests * gpu.l2_request_clk)
+    return port, port_share * nbytes * miss_rate / hbm_rate
+
+
 class SmEngines:
     """The shared engines of one SM: tensor cores, the L2 -> SM port, the HBM share, TMA,
     and the store path to L2."""
@@ -310,16 +351,7 @@ class SmEngines:
 
     # ---- tensor cores ----
     def wgmma_clk(self, n: int, smem_write_bytes: float = 0.0) -> float:
-        """Clocks one m64nNk16 occupies the SM's tensor cores: the math at 4096 FLOP/clk,
-        or the shared-memory traffic at 128 B/clk, the larger: its reads of A (64x16) and
-        B (Nx16), plus `smem_write_bytes`, the TMA writes this instruction's share of the
-        K tile brought in (when the profile has TMA writes share the banks). A narrow N
-        (swap-AB) is bound by the A reads: n16 takes 20 clk for 8 clk of math."""
-        math_clk = 2 * WGMMA_M * n * WGMMA_K / self.gpu.tensor_flops_per_clk
-        smem = (WGMMA_M + n) * WGMMA_K * INPUT_BYTES
-        if self.gpu.tma_writes_share_smem:
-            smem += smem_write_bytes
-        return max(math_clk, smem / self.gpu.smem_bytes_per_clk)
+        return wgmma_clk(self.gpu, n, smem_write_bytes)
 
     def wgmma_group(self, instructions: int, n: int, trace: Trace | None, role: str,
                     smem_write_bytes: float = 0.0) -> simpy.Event:
@@ -367,12 +399,8 @@ class SmEngines:
         # side by side (line by line); the copy is done when the slower one is.
         # The port: the box's requests, then its bytes (a missed byte also costs
         # l2_miss_charge x its read time: the L2 fill competes with the reads)
-        port_bytes = port_share * nbytes * (1.0 + self.miss_charge * self.miss_rate)
-        if self.gpu.l2_request_additive:
-            port_dt = port_bytes / self.l2_rate + port_share * requests * self.gpu.l2_request_clk
-        else:
-            port_dt = max(port_bytes / self.l2_rate, port_share * requests * self.gpu.l2_request_clk)
-        hbm_dt = port_share * nbytes * self.miss_rate / self.hbm_rate
+        port_dt, hbm_dt = box_clk(self.gpu, nbytes, requests, port_share, self.miss_rate, self.l2_rate,
+                                  self.miss_charge, self.hbm_rate)
         hreq = self.hbm.request()
         preq = self.l2_path.request()
         yield hreq & preq

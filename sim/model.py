@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-from gemm.schedule import Schedule, ScheduleError
+from gemm.schedule import INPUT_BYTES, Schedule, ScheduleError
 
 from . import call, reuse as reuse_layer
 from .engines import launch_grid, memory_traffic, residency, waves
@@ -114,8 +114,9 @@ def _predict(s: Schedule, m: int, n: int, k: int, prof: GpuProfile, dtype: str =
              trace: bool = False, sim_iters: int = 48, notes: list | None = None, loads: bool = True,
              mmas: bool = True, ctas_per_sm: int | None = None, hbm_read_bytes: float | None = None,
              hbm_read_source: str = "model-only what-if", reuse: str = "convoy", batch: int = 1,
-             host_us: float | None = None) -> Prediction:
-    """predict() at the profile's clock."""
+             host_us: float | None = None, sm_model=simulate_sm) -> Prediction:
+    """predict() at the profile's clock. `sm_model`: how one SM's CTAs are timed (the SimPy
+    simulation, or sim.fast.steady_sm)."""
     if dtype not in DTYPES:
         raise ScheduleError(f"dtype must be one of {DTYPES}, got {dtype!r}")
     if min(m, n, k) < 1 or batch < 1:
@@ -168,16 +169,16 @@ def _predict(s: Schedule, m: int, n: int, k: int, prof: GpuProfile, dtype: str =
     work = CtaWork.of(s, lg)
     if s.persistent:   # one wave of CTAs, each walking its tiles
         per_sm = math.ceil(lg.ctas / prof.sm_count)
-        full = simulate_sm(s, prof, per_sm, lg.k_iters, miss, trace=True, sim_iters=sim_iters,
+        full = sm_model(s, prof, per_sm, lg.k_iters, miss, trace=True, sim_iters=sim_iters,
                            active_sms=busy_sms, loads=loads, mmas=mmas, work=work)
         total_clk = full["clk"]
     else:
-        full = simulate_sm(s, prof, c if wv["full"] else wv["tail_ctas_per_sm"], lg.k_iters, miss, trace=True,
+        full = sm_model(s, prof, c if wv["full"] else wv["tail_ctas_per_sm"], lg.k_iters, miss, trace=True,
                            sim_iters=sim_iters, active_sms=busy_sms if wv["full"] else min(prof.sm_count, lg.ctas),
                            loads=loads, mmas=mmas, work=work)
         total_clk = wv["full"] * full["clk"]
         if wv["tail_ctas"] and wv["full"]:
-            total_clk += simulate_sm(s, prof, wv["tail_ctas_per_sm"], lg.k_iters, miss, sim_iters=sim_iters,
+            total_clk += sm_model(s, prof, wv["tail_ctas_per_sm"], lg.k_iters, miss, sim_iters=sim_iters,
                                      active_sms=min(prof.sm_count, wv["tail_ctas"]), loads=loads, mmas=mmas,
                                      work=work)["clk"]
         elif wv["tail_ctas"]:
@@ -187,24 +188,8 @@ def _predict(s: Schedule, m: int, n: int, k: int, prof: GpuProfile, dtype: str =
 
     # 5. floors over the SMs the grid keeps busy
     flops = 2.0 * m * n * k * batch
-    flops_done = 2.0 * lg.units * s.block_m * s.block_n * lg.k_iters * s.block_k  # edge tiles compute in full
+    flops_done, l2_time, floors = hardware_floors(s, lg, traffic, prof, busy_sms, loads, mmas)
     per_sm_peak = prof.tensor_flops_per_clk * hz
-    requests = lg.units * lg.k_iters * (lg.a_rows / s.cluster_n + lg.b_rows / s.cluster_m) \
-        * math.ceil(s.block_k * 2 / 128)
-    port_bytes = traffic["l2_to_sm_bytes"] + prof.l2_miss_charge(busy_sms) * traffic["hbm_read_bytes"]
-    l2_terms = (port_bytes / (prof.l2_sm_bytes_per_clk * busy_sms * hz),
-                requests * prof.l2_request_clk / busy_sms / hz)
-    l2_time = sum(l2_terms) if prof.l2_request_additive else max(l2_terms)
-    floors = {
-        "tensor cores": flops_done / (per_sm_peak * busy_sms),
-        "L2->SM bandwidth": l2_time,
-        "HBM bandwidth": traffic["hbm_bytes"] / (prof.hbm_tbs * 1e12 * prof.hbm_efficiency),
-    }
-    if not loads:  # only the first fill and C move: no memory floor binds
-        l2_time = 0.0
-        floors = {"tensor cores": floors["tensor cores"]}
-    if not mmas:  # no math: only the memory floors
-        floors.pop("tensor cores")
     kernel_s = max(sim_s, *floors.values()) + prof.launch_us * 1e-6
 
     # 6. the call
@@ -253,6 +238,32 @@ def _predict(s: Schedule, m: int, n: int, k: int, prof: GpuProfile, dtype: str =
         timed_ms=timing["timed_ms"], timed_tflops=flops / (timing["timed_ms"] * 1e-3) / 1e12,
         call=timing, launch=launch, notes=notes, trace=tr if trace else None,
     )
+
+
+def hardware_floors(s: Schedule, lg, traffic: dict, prof: GpuProfile, busy_sms: int, loads: bool = True,
+                    mmas: bool = True) -> tuple[float, float, dict]:
+    """(FLOPs the tensor cores execute, L2 -> SM port seconds, {floor: seconds}): the least time
+    the busy SMs' tensor cores (edge tiles compute in full), their L2 -> SM ports (bytes and
+    requests) and HBM need. A load-free loop has no memory floor, a WGMMA-free one no tensor floor."""
+    hz = prof.clock_ghz * 1e9
+    flops_done = 2.0 * lg.units * s.block_m * s.block_n * lg.k_iters * s.block_k
+    requests = lg.units * lg.k_iters * (lg.a_rows / s.cluster_n + lg.b_rows / s.cluster_m) \
+        * math.ceil(s.block_k * INPUT_BYTES / 128)
+    port_bytes = traffic["l2_to_sm_bytes"] + prof.l2_miss_charge(busy_sms) * traffic["hbm_read_bytes"]
+    l2_terms = (port_bytes / (prof.l2_sm_bytes_per_clk * busy_sms * hz),
+                requests * prof.l2_request_clk / busy_sms / hz)
+    l2_time = sum(l2_terms) if prof.l2_request_additive else max(l2_terms)
+    floors = {
+        "tensor cores": flops_done / (prof.tensor_flops_per_clk * hz * busy_sms),
+        "L2->SM bandwidth": l2_time,
+        "HBM bandwidth": traffic["hbm_bytes"] / (prof.hbm_tbs * 1e12 * prof.hbm_efficiency),
+    }
+    if not loads:  # only the first fill and C move: no memory floor binds
+        l2_time = 0.0
+        floors = {"tensor cores": floors["tensor cores"]}
+    if not mmas:  # no math: only the memory floors
+        floors.pop("tensor cores")
+    return flops_done, l2_time, floors
 
 
 def _with_hbm_read(traffic: dict, hbm_read_bytes: float) -> dict:

@@ -73,6 +73,18 @@ class CtaWork:
                    out_bytes=ACCUMULATOR_BYTES if lg.slices > 1 else INPUT_BYTES)
 
 
+def boxes(s: Schedule, work: CtaWork) -> tuple[int, int, float, float]:
+    """(A bytes, B bytes, A requests, B requests) of one K tile's boxes: the rows inside the
+    matrix (TMA fills the rest with zeros without reading it), whole bytes (a barrier's
+    transaction count must come back to exactly zero), one L2 request per box row of <= 128 B
+    (K-major, 128-B swizzle)."""
+    a_rows = s.block_m if work.a_rows is None else work.a_rows
+    b_rows = s.block_n if work.b_rows is None else work.b_rows
+    per_row = math.ceil(s.block_k * INPUT_BYTES / 128)
+    return (max(1, round(a_rows * s.block_k * work.k_fill * INPUT_BYTES)),
+            max(1, round(b_rows * s.block_k * work.k_fill * INPUT_BYTES)), a_rows * per_row, b_rows * per_row)
+
+
 class Cta:
     """One CTA on one SM: its barriers, its warp-role processes, its timeline."""
 
@@ -89,11 +101,7 @@ class Cta:
         self.mmas = mmas
         self.work, self.k_iters, self.tiles = work, work.k_iters, work.tiles
         self.trace, self.start = trace, start
-        a_rows = s.block_m if work.a_rows is None else work.a_rows
-        b_rows = s.block_n if work.b_rows is None else work.b_rows
-        # whole bytes: the barrier's transaction count must come back to exactly zero
-        self.a_bytes = max(1, round(a_rows * s.block_k * work.k_fill * INPUT_BYTES))
-        self.b_bytes = max(1, round(b_rows * s.block_k * work.k_fill * INPUT_BYTES))
+        self.a_bytes, self.b_bytes, self.a_requests, self.b_requests = boxes(s, work)
         self.iter_end: list[float] = []     # when consumer 0 finished each K iteration
         self.tile_end: list[float] = []     # when consumer 0 finished each tile's epilogue
         self.end: float | None = None
@@ -101,9 +109,6 @@ class Cta:
         # in a cluster every CTA's consumers release each stage (the producers multicast into it)
         self.empty = [Mbarrier(env, s.consumer_warpgroups * s.cluster_size) for _ in range(s.stages)]
         self.k_steps = s.block_k // WGMMA_K
-        # L2 requests of one K tile's boxes: one per row of <= 128 B (K-major, 128-B swizzle)
-        per_row = math.ceil(s.block_k * INPUT_BYTES / 128)
-        self.a_requests, self.b_requests = a_rows * per_row, b_rows * per_row
         # a cluster along M shares each B tile (multicast), along N each A tile
         self.a_share, self.b_share = 1.0 / s.cluster_n, 1.0 / s.cluster_m
         # the runtime stage index per K iteration: ALU ops, plus an L1 round trip when the
