@@ -1,20 +1,20 @@
-"""The SM clock a kernel earns from what it does (fourteenth pass; experiments/NOTES.md 57-59).
+"""The SM clock a kernel earns from what it does: `predict(.., clock="earned")`.
 
 From its first launch after a rest (and through the ~30 launches of a timing like the seed's,
 before the 700 W controller's slower fall) each GEMM on the H200 counts a clock of its own:
-V2 1.25 GHz, V1 1.55, the WGMMA-only loop 1.64. Under Nsight Compute (runs 47-48) the clock
-follows three activities, each per SM clock held as the clock moves:
+V2 1.25 GHz, V1 1.55, the WGMMA-only loop 1.64. Under Nsight Compute the clock follows three
+activities, each per SM clock held as the clock moves:
 
     c_t x SMs x u x (f / F_REF)^g  +  c_l x L  +  c_d x H  =  1
 
 u the tensor cores' share of their peak per clock, L the L2 -> SM and H the DRAM traffic in
 TB/s at clock f. The limit binds where the sum reaches 1; a kernel under it runs at the top
-clock (WGMMA kernels count at most ~0.91 of the 1.98 GHz boost clock, run 36). Fitted on
-WGMMA-only loops and on GEMMs that are not the seed's (`python -m experiments.fit_clock_form`);
-the seed's V1 / V2 / V3 kernels, held out, come within 0.5% (median) and 1.7% of their clocks
-given their own measured activity (run 48). The profile carries the coefficients
-(`clock_form_coef`, `clock_form_g`); `sim.predict(.., clock="earned")` solves for the clock
-with the model's own activity instead of a measured one.
+clock (WGMMA kernels count at most ~0.91 of the 1.98 GHz boost clock: wgmma_clock_top_ghz).
+Fitted on WGMMA-only loops and on GEMMs that are not the seed's (`python -m
+experiments.fit_clock_form`, clock_form.csv); the seed's V1 / V2 / V3 kernels, held out, come
+within 0.5% (median) and 1.7% of their clocks given their own measured activity. The profile
+carries the coefficients (`clock_form_coef`, `clock_form_g`); `predict_at_earned_clock`
+solves for the clock with the model's own activity instead of a measured one.
 """
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def predict_at_earned_clock(predict_at_profile, schedule, m, n, k, gpu, options:
     options = dict(options)
     top = prof.wgmma_clock_top_ghz if options.get("mmas", True) else prof.clock_max_ghz
     if options["hbm_read_bytes"] is None and options["loads"] and options["reuse"] != "per-wave":
-        c = options["ctas_per_sm"] or residency(schedule, prof)["ctas_per_sm"]
+        c = options["ctas_per_sm"] or residency(schedule, prof, options.get("registers"))["ctas_per_sm"]
         b, note = hbm_read_bytes(options["reuse"], schedule, m, n, k, prof, c, mmas=options.get("mmas", True),
                                  batch=options.get("batch", 1))
         options.update(reuse="per-wave", notes=[*(options["notes"] or []), *([note] if note else [])])

@@ -8,7 +8,8 @@ reads a K slice first fetches it from HBM, and if its ring cannot hide the extra
 it stalls while its sharers, hitting the line it fetched, catch up. V1 (no prefetch) and
 the shallow rings are held in this convoy; a ring deep enough, at its step period, to hide
 a miss's extra latency is not, its CTAs run freely, drift apart past what L2 holds, and
-both sharers miss (experiments/NOTES.md 70-72).
+both sharers miss (the HBM bytes of the column- and row-raster GEMMs,
+experiments/results/h200-sxm/dram_reuse.csv).
 
   hidden_latency_ns  the extra load latency a schedule's ring hides (one-SM simulation,
                      all hits): the latency slack of its prefetch.
@@ -75,7 +76,7 @@ def hidden_latency_ns(s: Schedule, prof: GpuProfile, ctas: int, top_ns: float = 
 def free_running_sm_factor(prof: GpuProfile) -> np.ndarray:
     """Per SM id, the factor on a free-running CTA's duration: free_running_fast_sm_factor on
     the profile's free_running_fast_sms SMs (spread evenly over the dispatch order: which ids
-    they are does not move the replayed bytes, experiments/NOTES.md 76), 1 on the others."""
+    they are does not move the replayed bytes), 1 on the others."""
     order = list(prof.sm_dispatch_order or range(prof.sm_count))
     factor = np.ones(prof.sm_count)
     fast = prof.free_running_fast_sms

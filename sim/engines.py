@@ -44,10 +44,11 @@ def registers_per_thread(s: Schedule, gpu: GpuProfile) -> int:
     return min(gpu.max_regs_per_thread, s.accumulator_registers + gpu.reg_overhead)
 
 
-def residency(s: Schedule, gpu: GpuProfile) -> dict:
-    """CTAs per SM and what limits it: shared memory, registers, threads, the block cap."""
+def residency(s: Schedule, gpu: GpuProfile, registers: int | None = None) -> dict:
+    """CTAs per SM and what limits it: shared memory, registers, threads, the block cap.
+    `registers`: the built kernel's registers per thread (ptxas), instead of the estimate."""
     smem = s.shared_bytes + gpu.smem_reserved_per_block
-    regs = registers_per_thread(s, gpu)
+    regs = registers or registers_per_thread(s, gpu)
     limits = {
         "smem": gpu.smem_per_sm // smem,
         "registers": ctas_by_registers(regs, s.threads, gpu.regs_per_sm, gpu.reg_alloc_unit),

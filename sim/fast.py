@@ -84,7 +84,7 @@ def steady_sm(s: Schedule, gpu: GpuProfile, ctas: int, k_iters: int, miss_rate: 
         epilogue = part / g.smem_bytes_per_clk + bar + g.tma_issue_clk
         drain = c * cw * part / store_rate                    # the last store leaves the SM
     else:
-        epilogue = c * cw * part / g.store_bytes_per_clk     # every warpgroup's stores on one path
+        epilogue = part / g.store_bytes_per_clk              # each warpgroup's stores at the store rate
         drain = 0.0
     start = g.cta_launch_clk + (c - 1) * bar + load_trip
     clk = start + work.tiles * (k_iters * period + tail + wait_mma + epilogue) + drain

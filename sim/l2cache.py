@@ -78,9 +78,9 @@ class PartitionedL2:
     partition. A read from side `side` of a block's half homed at `home`: a hit in its own
     partition is near; otherwise, when the half is homed on the other side and still there,
     a far hit (a copy is made near); otherwise a miss from HBM, filled into the home
-    partition and, for a reader on the other side, into its own as well. (Run 26,
-    experiments/l2_sides.py: lines another SM brought in are all near for a reader on that
-    SM's side and half far for one on the other side.)"""
+    partition and, for a reader on the other side, into its own as well. (experiments/l2_sides.py,
+    l2_sides.csv: lines another SM brought in are all near for a reader on that SM's side and
+    half far for one on the other side.)"""
 
     def __init__(self, capacity: int, hit_ns: float = 0.0, far_ns: float = 0.0, miss_ns: float = 0.0,
                  hbm_bytes_per_ns: float = math.inf):

@@ -82,7 +82,8 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
             loads: bool = True, mmas: bool = True, ctas_per_sm: int | None = None,
             hbm_read_bytes: float | None = None,
             hbm_read_source: str = "model-only what-if", clock: str = "profile",
-            reuse: str = "convoy", batch: int = 1, host_us: float | None = None) -> Prediction:
+            reuse: str = "convoy", batch: int = 1, host_us: float | None = None,
+            registers: int | None = None) -> Prediction:
     """Predict one call. Raises ScheduleError for a schedule that cannot run.
 
     `batch`: independent products in one launch (grid = tiles x batch).
@@ -92,6 +93,9 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
     `clock`: "profile" runs at the profile's one sustained clock; "earned" at the clock this
     schedule's own activity earns (sim/clock.py).
     `host_us`: the host time of one call (default: the profile's host_call_us).
+    `registers`: the built kernel's registers per thread (ptxas, or the CUDA occupancy API's
+    view of it) instead of the model's estimate (accumulators + reg_overhead, or setmaxnreg's
+    launch count): residency follows the real kernel.
     Model-only microbenchmark modes: `loads=False` the load-free loop (gemm/kernels/ring.py,
     mma_loop_only; the ring filled once, then only syncs, WGMMAs, wait_groups; no memory
     floors); `mmas=False` the WGMMA-free loop (load_loop_only; no tensor floor, flops are
@@ -103,7 +107,7 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
         raise ScheduleError(f"reuse must be one of {reuse_layer.STRATEGIES}, got {reuse!r}")
     options = dict(dtype=dtype, trace=trace, sim_iters=sim_iters, notes=notes, loads=loads, mmas=mmas,
                    ctas_per_sm=ctas_per_sm, hbm_read_bytes=hbm_read_bytes, hbm_read_source=hbm_read_source,
-                   reuse=reuse, batch=batch, host_us=host_us)
+                   reuse=reuse, batch=batch, host_us=host_us, registers=registers)
     if clock == "earned":
         from .clock import predict_at_earned_clock
         return predict_at_earned_clock(_predict, schedule, m, n, k, gpu, options)
@@ -114,7 +118,7 @@ def _predict(s: Schedule, m: int, n: int, k: int, prof: GpuProfile, dtype: str =
              trace: bool = False, sim_iters: int = 48, notes: list | None = None, loads: bool = True,
              mmas: bool = True, ctas_per_sm: int | None = None, hbm_read_bytes: float | None = None,
              hbm_read_source: str = "model-only what-if", reuse: str = "convoy", batch: int = 1,
-             host_us: float | None = None, sm_model=simulate_sm) -> Prediction:
+             host_us: float | None = None, registers: int | None = None, sm_model=simulate_sm) -> Prediction:
     """predict() at the profile's clock. `sm_model`: how one SM's CTAs are timed (the SimPy
     simulation, or sim.fast.steady_sm)."""
     if dtype not in DTYPES:
@@ -126,7 +130,7 @@ def _predict(s: Schedule, m: int, n: int, k: int, prof: GpuProfile, dtype: str =
     notes = list(notes or [])
 
     # 1. occupancy
-    res = residency(s, prof)
+    res = residency(s, prof, registers)
     c = res["ctas_per_sm"]
     if ctas_per_sm is not None:
         cap = min(res["limits"][key] for key in ("smem", "threads", "blocks"))

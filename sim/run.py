@@ -60,6 +60,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--split-k", type=int, help="K slices: fp32 partials, then a reduce kernel")
     p.add_argument("--swap-ab", type=int, choices=(0, 1), help="1: compute C^T = B^T A^T (a small M becomes WGMMA's N)")
     p.add_argument("--batch", type=int, default=1, help="independent products in one launch (grid = tiles x batch)")
+    p.add_argument("--registers", type=int, help="the built kernel's registers per thread (ptxas), for residency, "
+                   "instead of the model's estimate")
     p.add_argument("--clock-ghz", type=float, help="override the profile's sustained SM clock")
     p.add_argument("--earned-clock", action="store_true",
                    help="run at the clock this schedule's own activity earns (sim/clock.py: the limit that "
@@ -187,8 +189,9 @@ def main(argv=None) -> int:
         if a.per_wave and prefetch_depth(s) >= 2:
             notes.append("HBM bytes per wave (--per-wave): the CTAs that share a panel are assumed to read it "
                          "together; with loads 2+ K steps ahead they can drift apart (the H200's V2 read 1.2-1.9x "
-                         "these bytes in ten of ten launches, experiments/NOTES.md item 34)")
-        p = predict(s, a.m, a.n, a.k, gpu=gpu, dtype=a.dtype, batch=a.batch, trace=bool(a.trace), notes=notes,
+                         "these bytes in ten of ten launches, hbm_bytes.csv)")
+        p = predict(s, a.m, a.n, a.k, gpu=gpu, dtype=a.dtype, batch=a.batch, registers=a.registers,
+                    trace=bool(a.trace), notes=notes,
                     hbm_read_bytes=hbm, hbm_read_source="the GPU-wide timeline (--grid-timeline)"
                     if grid else "model-only what-if", clock="earned" if a.earned_clock else "profile",
                     reuse="per-wave" if a.per_wave else "convoy")

@@ -11,8 +11,9 @@
                     cluster a stage is free only when every CTA of the cluster has released it
                     (the partners' arrivals come `cluster_arrive_clk` later), and the shared
                     operand's box is multicast: each CTA's port carries its share.
-  epilogue          "direct": registers -> global (st.global over the SM's store path);
-                    "tma": registers -> shared memory, a consumer barrier, one TMA store; a
+  epilogue          "direct": registers -> global (st.global, each warpgroup at store_bytes_per_clk);
+                    "tma": registers -> shared memory, a consumer barrier, one TMA store over the
+                    SM's store path; a
                     persistent CTA's next epilogue waits for the previous store to have read
                     the staging tile. Split-K units write fp32 partials.
 Every knob of the Schedule is read here; nothing is special-cased by preset name.
@@ -193,9 +194,8 @@ class Cta:
                 tile = part * s.consumer_warpgroups
                 rate = (g.tma_store_bytes_per_ns or g.l2_sm_bytes_per_ns or g.l2_sm_bytes_per_clk * g.clock_ghz)
                 self.store_done = self.eng.store(tile, rate / g.clock_ghz, self.trace, "TMA store")
-        else:   # registers -> global in the accumulator fragment layout
-            done = self.eng.store(part, g.store_bytes_per_clk, self.trace, f"C stores ({role})")
-            yield from self._wait(role, "C stores", "epilogue", done)
+        else:   # registers -> global in the accumulator fragment layout, each warpgroup at the store rate
+            yield from self._step(role, "C stores", "epilogue", part / g.store_bytes_per_clk)
 
     # ---- the kernels ----
     def run(self):
