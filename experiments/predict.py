@@ -6,8 +6,8 @@
 One row per (shape, candidate): the model's time for one call as a CUDA-event timing sees it
 (`predicted_ms`: host + device, sim/call.py), the device time of the call (its kernels back
 to back), the time per call when calls run back to back, the GEMM kernel alone, TFLOPS
-(from predicted_ms), the model's rank of the candidate for that shape, and what the model
-says binds. `candidates(m, n, k, batch)` is the candidate list until the dispatcher's
+(from predicted_ms), the model's rank of the candidate for that shape, what the model says
+binds, and one call at the clock the schedule earns (the fast path: a second hypothesis). `candidates(m, n, k, batch)` is the candidate list until the dispatcher's
 (gemm.dispatch) exists: the presets v1..v7 and variations of v5 (one producer warp) and v7
 (persistent, clustered, setmaxnreg), each named by its preset and the fields that differ
 from it ("v7:block_n=192,split_k=2"). `built` says whether a Numba kernel builds it today
@@ -30,7 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT.parent / "shared" / "bench" / "shapes.json"
 COLUMNS = ("suite", "name", "m", "n", "k", "batch", "dtype", "schedule", "built", "predicted_ms", "predicted_tflops",
            "predicted_device_ms", "predicted_queued_ms", "predicted_kernel_ms", "predicted_rank", "ctas_per_sm",
-           "ctas", "units_per_cta", "bound", "gpu", "clock_ghz", "model_version", "commit", "date")
+           "ctas", "units_per_cta", "bound", "gpu", "clock_ghz", "predicted_ms_earned_clock", "earned_clock_ghz",
+           "model_version", "commit", "date")
 SM_COUNT = 132
 
 
@@ -124,13 +125,15 @@ def predict_shape(shape: dict, gpu: str, fast: bool = False) -> list[dict]:
     rows = []
     for s in candidates(m, n, k, batch):
         p = (sim.fast_predict if fast else sim.predict)(s, m, n, k, gpu=gpu, dtype=dtype, batch=batch)
+        e = sim.fast_predict(s, m, n, k, gpu=gpu, dtype=dtype, batch=batch, clock="earned")
         rows.append({"suite": shape.get("suite", ""), "name": shape.get("name", ""), "m": m, "n": n, "k": k,
                      "batch": batch, "dtype": dtype, "schedule": s.name, "built": not kernel_gaps(s),
                      "predicted_ms": round(p.timed_ms, 5), "predicted_tflops": round(p.timed_tflops, 1),
                      "predicted_device_ms": round(p.ms, 5), "predicted_queued_ms": round(p.call["queued_ms"], 5),
                      "predicted_kernel_ms": round(p.call["kernel_ms"], 5), "ctas_per_sm": p.ctas_per_sm,
                      "ctas": p.launch["ctas"], "units_per_cta": p.launch["units_per_cta"], "bound": p.bound,
-                     "gpu": gpu, "clock_ghz": p.clock_ghz})
+                     "gpu": gpu, "clock_ghz": p.clock_ghz,
+                     "predicted_ms_earned_clock": round(e.timed_ms, 5), "earned_clock_ghz": round(e.clock_ghz, 3)})
     for i, r in enumerate(sorted(rows, key=lambda r: r["predicted_ms"])):
         r["predicted_rank"] = i + 1
     return rows
@@ -166,7 +169,9 @@ def main(argv=None) -> int:
                 f"{' --fast' if a.fast else ''} (model {version}, commit {sha}, {date}); before any measurement of "
                 "these rows. predicted_ms: one call between CUDA events (host + device); predicted_device_ms: its "
                 "kernels back to back; predicted_queued_ms: calls back to back; predicted_kernel_ms: the GEMM "
-                "kernel alone (launch included). TFLOPS from predicted_ms. Rank 1 = the model's choice.\n")
+                "kernel alone (launch included). TFLOPS from predicted_ms. Rank 1 = the model's choice. "
+                "predicted_ms_earned_clock: one call at the clock the schedule's own activity earns (sim/clock.py; "
+                "the fast path, per-wave bytes), a second hypothesis beside the profile's one clock.\n")
         w = csv.DictWriter(f, fieldnames=COLUMNS)
         w.writeheader()
         w.writerows(rows)

@@ -6,8 +6,8 @@
 Joins each measured row (shapes.csv: suite,name,m,n,k,batch,dtype,schedule,ours_tflops,...) to the
 prediction written for the same shape and schedule before it was measured (a schedule named as
 experiments.predict names them, "v7:block_n=192,split_k=2", or any name whose Schedule is the
-same), and prints for each of the three timings the predictions file carries (one call between
-CUDA events, calls back to back, the device alone) the median and 90th-percentile |error| and
+same), and prints for each timing the predictions file carries (one call between CUDA events,
+calls back to back, the device alone, one call at the earned clock) the median and 90th-percentile |error| and
 the rank correlation over the rows; where a shape has several measured schedules, whether the
 model's first choice among them is the measured best and by how much it trails. Rows whose
 schedule has no prediction are listed, not scored.
@@ -22,7 +22,8 @@ import sys
 from pathlib import Path
 
 RESULTS = Path(__file__).with_name("results")
-TIMINGS = {"one call": "predicted_ms", "back to back": "predicted_queued_ms", "device": "predicted_device_ms"}
+TIMINGS = {"one call": "predicted_ms", "back to back": "predicted_queued_ms", "device": "predicted_device_ms",
+           "earned clock": "predicted_ms_earned_clock"}
 
 
 def _rows(path: Path) -> list[dict]:
@@ -64,6 +65,8 @@ def score(predicted: Path, measured: Path) -> dict:
         (joined if p else missing).append((r, p))
     out = {"rows": len(joined), "missing": [(r["name"], r["schedule"]) for r, _ in missing], "timings": {}}
     for label, col in TIMINGS.items():
+        if joined and col not in joined[0][1]:
+            continue
         meas, model, err = [], [], []
         for r, p in joined:
             flops = 2.0 * int(r["m"]) * int(r["n"]) * int(r["k"]) * int(r.get("batch") or 1)

@@ -94,9 +94,16 @@ def steady_sm(s: Schedule, gpu: GpuProfile, ctas: int, k_iters: int, miss_rate: 
 
 def fast_predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
                  gpu: str | GpuProfile = "h200-sxm", dtype: str = "float16", batch: int = 1,
-                 host_us: float | None = None):
-    """predict() with the steady-state SM (steady_sm) and the per-wave HBM bytes."""
+                 host_us: float | None = None, registers: int | None = None, clock: str = "profile"):
+    """predict() with the steady-state SM (steady_sm) and the per-wave HBM bytes; `clock` as
+    predict's ("earned": bisection on the clock, each step this fast path)."""
     from .model import _predict
     prof = load_profile(gpu) if isinstance(gpu, str) else gpu
-    return _predict(schedule, m, n, k, prof, dtype=dtype, reuse="per-wave", batch=batch, host_us=host_us,
-                    sm_model=steady_sm)
+    options = dict(dtype=dtype, trace=False, sim_iters=48, notes=None, loads=True, mmas=True, ctas_per_sm=None,
+                   hbm_read_bytes=None, hbm_read_source="", reuse="per-wave", batch=batch, host_us=host_us,
+                   registers=registers)
+    if clock == "earned":
+        from .clock import predict_at_earned_clock
+        return predict_at_earned_clock(lambda *a, **o: _predict(*a, **o, sm_model=steady_sm), schedule, m, n, k,
+                                       prof, options)
+    return _predict(schedule, m, n, k, prof, **options, sm_model=steady_sm)
