@@ -139,6 +139,19 @@ def predict_shape(shape: dict, gpu: str, fast: bool = False) -> list[dict]:
     return rows
 
 
+def _map(shapes: list, gpu: str, fast: bool, jobs: int):
+    """predict_shape over the shapes, in suite order, on `jobs` processes (the largest grids first)."""
+    if jobs <= 1:
+        yield from (predict_shape(s, gpu, fast) for s in shapes)
+        return
+    from concurrent.futures import ProcessPoolExecutor
+    work = sorted(range(len(shapes)), key=lambda i: -shapes[i]["m"] * shapes[i]["n"] * shapes[i].get("batch", 1))
+    with ProcessPoolExecutor(jobs) as pool:
+        futures = {i: pool.submit(predict_shape, shapes[i], gpu, fast) for i in work}
+        for i in range(len(shapes)):
+            yield futures[i].result()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m experiments.predict", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -147,6 +160,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True, help="CSV to write, e.g. experiments/results/h200-sxm/predicted-<tag>.csv")
     ap.add_argument("--fast", action="store_true", help="the fast path (sim.fast_predict) instead of sim.predict")
     ap.add_argument("--only", help="comma-separated shape names")
+    ap.add_argument("--jobs", type=int, default=2, help="processes (default 2); the rows do not depend on it")
     a = ap.parse_args(argv)
     shapes = json.loads(Path(a.suite).read_text())["shapes"]
     if a.only:
@@ -156,8 +170,8 @@ def main(argv=None) -> int:
     date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     t0 = time.time()
     rows = []
-    for i, shape in enumerate(shapes):
-        rows += predict_shape(shape, a.gpu, a.fast)
+    for i, shape_rows in enumerate(_map(shapes, a.gpu, a.fast, a.jobs)):
+        rows += shape_rows
         print(f"\r{i + 1}/{len(shapes)} shapes, {len(rows)} rows, {time.time() - t0:.0f} s", end="", file=sys.stderr)
     print(file=sys.stderr)
     for r in rows:

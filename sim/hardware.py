@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gemm import limits
+import gemm.limits as limits
 
 PROFILES_DIR = Path(__file__).with_name("profiles")
 RESULTS = "experiments/results/h200-sxm"
