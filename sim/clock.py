@@ -1,20 +1,20 @@
-"""The SM clock a kernel earns from what it does (fourteenth pass; experiments/NOTES.md 57-59).
+"""The SM clock a kernel earns from what it does: `predict(.., clock="earned")`.
 
 From its first launch after a rest (and through the ~30 launches of a timing like the seed's,
 before the 700 W controller's slower fall) each GEMM on the H200 counts a clock of its own:
-V2 1.25 GHz, V1 1.55, the WGMMA-only loop 1.64. Under Nsight Compute (runs 47-48) the clock
-follows three activities, each per SM clock held as the clock moves:
+V2 1.25 GHz, V1 1.55, the WGMMA-only loop 1.64. Under Nsight Compute the clock follows three
+activities, each per SM clock held as the clock moves:
 
     c_t x SMs x u x (f / F_REF)^g  +  c_l x L  +  c_d x H  =  1
 
 u the tensor cores' share of their peak per clock, L the L2 -> SM and H the DRAM traffic in
 TB/s at clock f. The limit binds where the sum reaches 1; a kernel under it runs at the top
-clock (WGMMA kernels count at most ~0.91 of the 1.98 GHz boost clock, run 36). Fitted on
-WGMMA-only loops and on GEMMs that are not the seed's (`python -m experiments.fit_clock_form`);
-the seed's V1 / V2 / V3 kernels, held out, come within 0.5% (median) and 1.7% of their clocks
-given their own measured activity (run 48). The profile carries the coefficients
-(`clock_form_coef`, `clock_form_g`); `sim.predict(.., clock="earned")` solves for the clock
-with the model's own activity instead of a measured one.
+clock (WGMMA kernels count at most ~0.91 of the 1.98 GHz boost clock: wgmma_clock_top_ghz).
+Fitted on WGMMA-only loops and on GEMMs that are not the seed's (`python -m
+experiments.fit_clock_form`, clock_form.csv); the seed's V1 / V2 / V3 kernels, held out, come
+within 0.5% (median) and 1.7% of their clocks given their own measured activity. The profile
+carries the coefficients (`clock_form_coef`, `clock_form_g`); `predict_at_earned_clock`
+solves for the clock with the model's own activity instead of a measured one.
 """
 from __future__ import annotations
 
@@ -61,3 +61,55 @@ def earned_clock(u: float, l2_tbs: float, dram_tbs: float, f_at: float, coef, g:
         mid = (lo + hi) / 2
         lo, hi = (lo, mid) if over(mid) else (mid, hi)
     return (lo + hi) / 2
+
+
+def predict_at_earned_clock(predict_at_profile, schedule, m, n, k, gpu, options: dict):
+    """sim.predict(clock="earned"): the prediction at the clock where the schedule's own activity
+    meets the profile's clock form. Bisection on the clock, each step a prediction at that
+    clock (the activity per clock moves with it: the L2 -> SM port is in ns). The HBM bytes
+    are decided once, at the profile's clock (a bisection whose bytes jumped between its steps
+    would not converge). `predict_at_profile(schedule, m, n, k, profile, **options)`."""
+    import dataclasses
+
+    from gemm.schedule import ScheduleError
+
+    from .engines import residency
+    from .hardware import load_profile
+    from .reuse import hbm_read_bytes
+
+    prof = load_profile(gpu) if isinstance(gpu, str) else gpu
+    if prof.clock_form_coef is None:
+        raise ScheduleError(f"profile {prof.name!r} has no clock form (clock_form_coef): "
+                            "use clock='profile' or calibrate it (python -m experiments.fit_clock_form .. --write)")
+    options = dict(options)
+    top = prof.wgmma_clock_top_ghz if options.get("mmas", True) else prof.clock_max_ghz
+    if options["hbm_read_bytes"] is None and options["loads"] and options["reuse"] != "per-wave":
+        c = options["ctas_per_sm"] or residency(schedule, prof, options.get("registers"))["ctas_per_sm"]
+        b, note = hbm_read_bytes(options["reuse"], schedule, m, n, k, prof, c, mmas=options.get("mmas", True),
+                                 batch=options.get("batch", 1))
+        options.update(reuse="per-wave", notes=[*(options["notes"] or []), *([note] if note else [])])
+        if b is not None:
+            options.update(hbm_read_bytes=b, hbm_read_source=f"{note.split(':')[0]}")
+
+    def at(f):  # the prediction at clock f, and whether its own activity is over the limit there
+        p = predict_at_profile(schedule, m, n, k, dataclasses.replace(prof, clock_ghz=f), **options)
+        s = p.call["kernel_ms"] * 1e-3
+        return p, over_limit(p.utilization["tensor"], p.bytes["l2_to_sm_bytes"] / s / 1e12,
+                             p.bytes["hbm_bytes"] / s / 1e12, f, prof.clock_form_coef, prof.clock_form_g,
+                             prof.sm_count)
+    p, over = at(top)
+    if over:  # the limit binds below the top clock: bisect for the clock whose activity meets it
+        lo, hi, p_lo = 0.5, top, None
+        for _ in range(14):
+            mid = (lo + hi) / 2
+            p_mid, over = at(mid)
+            if over:
+                hi = mid
+            else:
+                lo, p_lo = mid, p_mid
+        p = p_lo or at(lo)[0]
+    s = p.call["kernel_ms"] * 1e-3
+    p.notes.append(f"clock {p.clock_ghz:.3f} GHz earned from this schedule's activity (sim/clock.py: tensor "
+                   f"{p.utilization['tensor']:.2f} per clock, L2->SM {p.bytes['l2_to_sm_bytes'] / s / 1e12:.2f} "
+                   f"and DRAM {p.bytes['hbm_bytes'] / s / 1e12:.2f} TB/s) instead of the profile's {prof.clock_ghz:.3f}")
+    return p

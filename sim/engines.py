@@ -1,21 +1,26 @@
-"""The engines of one SM, and what is shared across SMs.
+"""The engines of one SM, occupancy, and the grid of work a launch hands out.
 
 Per SM (a SimPy environment, time in SM clocks):
   TensorCores  one queue for the SM's four tensor cores: a WGMMA group occupies them for
                its N-dependent time; commit / wait_group(n) semantics per warpgroup.
-  TmaEngine    issue cost on the issuing thread, bytes in flight, latency, transfer over
-               the SM's L2 path (its port, or its even share of the aggregate L2 read
-               bandwidth when every SM pulls, the smaller) (and its HBM share for bytes that miss L2), completion
-               signalled to an Mbarrier as transaction bytes.
+  TmaEngine    issue cost on the issuing thread, bytes in flight, a latency, then the
+               transfer over the SM's L2 -> SM port and, for bytes that miss L2, the SM's
+               share of HBM, side by side; completion signalled to an Mbarrier as
+               transaction bytes. A multicast box (clusters) costs each SM of the cluster
+               its share of the port.
+  StorePath    the SM's path to L2 for the epilogue's stores (st.global or a TMA store).
   Mbarrier     phase, arrival count and transaction bytes; waits by parity.
   BlockBarrier bar.sync: every party must arrive; then it costs `bar_sync_clk`.
-Across SMs (analytic, in `memory_traffic`): the bytes every CTA reads, and the part
-that misses L2, from the tiles that the CTAs of one wave share (raster order).
-Also here: occupancy (`residency`) and wave quantization (`waves`).
+Across SMs (analytic): the grid (`launch_grid`: tiles, split-K slices, batches, swap-AB,
+persistent CTAs, clusters), occupancy (`residency`), wave quantization (`waves`) and the
+bytes (`memory_traffic`): what every CTA reads over the L2 -> SM path, and what a wave's
+CTAs share so that HBM carries it once.
 """
 from __future__ import annotations
 
+import functools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import simpy
@@ -24,19 +29,26 @@ from gemm.schedule import INPUT_BYTES, WGMMA_K, WGMMA_M, Schedule, ctas_by_regis
 
 from .hardware import GpuProfile
 
+ACCUMULATOR_BYTES = 4   # an fp32 split-K partial
+
 
 # ----------------------------------------------------------------------------------
 # occupancy and waves
 # ----------------------------------------------------------------------------------
 def registers_per_thread(s: Schedule, gpu: GpuProfile) -> int:
-    """Registers per thread at launch: accumulators + the kernel's other registers."""
+    """Registers per thread at launch. Without setmaxnreg: the accumulators plus the kernel's
+    other registers. With it: the count every thread starts with (`Schedule.launch_registers`,
+    what the launch bounds give ptxas), which the roles then move between them."""
+    if s.uses_setmaxnreg:
+        return s.launch_registers
     return min(gpu.max_regs_per_thread, s.accumulator_registers + gpu.reg_overhead)
 
 
-def residency(s: Schedule, gpu: GpuProfile) -> dict:
-    """CTAs per SM and what limits it: shared memory, registers, threads, the block cap."""
+def residency(s: Schedule, gpu: GpuProfile, registers: int | None = None) -> dict:
+    """CTAs per SM and what limits it: shared memory, registers, threads, the block cap.
+    `registers`: the built kernel's registers per thread (ptxas), instead of the estimate."""
     smem = s.shared_bytes + gpu.smem_reserved_per_block
-    regs = registers_per_thread(s, gpu)
+    regs = registers or registers_per_thread(s, gpu)
     limits = {
         "smem": gpu.smem_per_sm // smem,
         "registers": ctas_by_registers(regs, s.threads, gpu.regs_per_sm, gpu.reg_alloc_unit),
@@ -48,8 +60,63 @@ def residency(s: Schedule, gpu: GpuProfile) -> dict:
             "registers_per_thread": regs, "smem_per_cta": smem}
 
 
+def gemm_dims(s: Schedule, m: int, n: int) -> tuple[int, int]:
+    """The (M, N) the kernel tiles: swap-AB computes C^T = B^T A^T, so its M is the user's N."""
+    return (n, m) if s.swap_ab else (m, n)
+
+
 def grid(s: Schedule, m: int, n: int) -> tuple[int, int]:
-    return math.ceil(m / s.block_m), math.ceil(n / s.block_n)
+    """C tiles along the kernel's M and N."""
+    gm, gn = gemm_dims(s, m, n)
+    return math.ceil(gm / s.block_m), math.ceil(gn / s.block_n)
+
+
+def k_split(s: Schedule, k: int) -> tuple[int, int]:
+    """(K iterations per slice, slices that have work): split-K cuts the K tiles into
+    `split_k` slices of equal length; the last ones may be shorter or empty."""
+    total = math.ceil(k / s.block_k)
+    per = math.ceil(total / s.split_k)
+    return per, math.ceil(total / per)
+
+
+@dataclass(frozen=True)
+class LaunchGrid:
+    """What one launch hands out. A work unit is one C tile of one K slice of one batch."""
+    gm: int              # the kernel's M and N (swapped under swap-AB)
+    gn: int
+    tm: int              # tiles along them
+    tn: int
+    k_iters: int         # K iterations per work unit
+    slices: int          # K slices with work (split-K)
+    batch: int
+    units: int           # work units
+    ctas: int            # CTAs launched
+    units_per_cta: int   # the most units one CTA runs (persistent kernels walk several)
+    cluster_idle: int    # CTAs of a cluster left without a tile (odd tile counts), counted in ctas
+    a_rows: float        # mean rows of an A box inside the matrix (edge tiles load fewer)
+    b_rows: float
+    k_fill: float        # mean share of a K tile inside the matrix (the last K tile may be partial)
+
+
+def launch_grid(s: Schedule, m: int, n: int, k: int, batch: int = 1, slots: int | None = None) -> LaunchGrid:
+    """The grid of a launch. `slots`: CTAs the GPU holds at once (SMs x CTAs per SM), which a
+    persistent kernel launches (whole clusters of them) and walks the units with."""
+    gm, gn = gemm_dims(s, m, n)
+    tm, tn = grid(s, m, n)
+    k_iters, slices = k_split(s, k)
+    units = tm * tn * slices * batch
+    cm, cn = s.cluster_m, s.cluster_n
+    # a cluster takes cm x cn neighbouring tiles; at the edges some of its CTAs have none
+    padded = math.ceil(tm / cm) * cm * math.ceil(tn / cn) * cn * slices * batch
+    if s.persistent:
+        cap = max(s.cluster_size, (slots or padded) // s.cluster_size * s.cluster_size)
+        ctas = min(padded, cap)
+        per_cta = math.ceil(padded / ctas)
+    else:
+        ctas, per_cta = padded, 1
+    return LaunchGrid(gm=gm, gn=gn, tm=tm, tn=tn, k_iters=k_iters, slices=slices, batch=batch, units=units,
+                      ctas=ctas, units_per_cta=per_cta, cluster_idle=padded - units,
+                      a_rows=gm / tm, b_rows=gn / tn, k_fill=k / (k_iters * slices * s.block_k))
 
 
 def waves(n_ctas: int, sm_count: int, ctas_per_sm: int) -> dict:
@@ -63,13 +130,19 @@ def waves(n_ctas: int, sm_count: int, ctas_per_sm: int) -> dict:
 
 
 def tile_order(s: Schedule, tm: int, tn: int) -> tuple[np.ndarray, np.ndarray]:
-    """(row, col) of each CTA in launch order."""
+    """(row, col) of each C tile in launch order (or in a persistent CTA's walk). Cached: the
+    arrays are shared, read them only."""
+    return _tile_order(s.raster, s.raster_group if s.raster == "grouped" else 0, tm, tn)
+
+
+@functools.lru_cache(maxsize=256)
+def _tile_order(raster: str, g: int, tm: int, tn: int) -> tuple[np.ndarray, np.ndarray]:
     ids = np.arange(tm * tn)
-    if s.raster == "row":
+    if raster == "row":
         return ids // tn, ids % tn
-    if s.raster == "column":
+    if raster == "column":
         return ids % tm, ids // tm
-    g = s.raster_group  # grouped: G tile rows at a time, column-major inside the group
+    # grouped: G tile rows at a time, column-major inside the group
     group = ids // (g * tn)
     first = group * g
     size = np.minimum(g, tm - first)
@@ -77,28 +150,58 @@ def tile_order(s: Schedule, tm: int, tn: int) -> tuple[np.ndarray, np.ndarray]:
     return first + local % size, local // size
 
 
-def memory_traffic(s: Schedule, m: int, n: int, k: int, per_wave: int) -> dict:
-    """Bytes over the L2->SM path and from HBM.
+def memory_traffic(s: Schedule, m: int, n: int, k: int, per_wave: int, batch: int = 1) -> dict:
+    """Bytes over the L2 -> SM path and from HBM (see _memory_traffic); cached on what it reads."""
+    key = (s.block_m, s.block_n, s.block_k, s.raster, s.raster_group, s.cluster_m, s.cluster_n, s.split_k,
+           s.swap_ab, m, n, k, per_wave, batch)
+    if key not in _TRAFFIC:
+        if len(_TRAFFIC) > 4096:
+            _TRAFFIC.clear()
+        _TRAFFIC[key] = _memory_traffic(s, m, n, k, per_wave, batch)
+    return dict(_TRAFFIC[key])
 
-    Every CTA reads its A panel (block_m x K) and B panel (block_n x K): in all
-    2*M*N*K*(1/block_n + 1/block_m) bytes (fp16), carried L2 -> SM. HBM carries a
-    panel once per wave that uses it (the CTAs of a wave run their K loops side by
-    side, so a K slice fetched by one is an L2 hit for the others), plus C.
-    Assumes a wave's moving K window fits in L2 (it does at these sizes: rows x 128 x
-    a few K tiles, well under 50 MB)."""
+
+_TRAFFIC: dict = {}
+
+
+def _memory_traffic(s: Schedule, m: int, n: int, k: int, per_wave: int, batch: int = 1) -> dict:
+    """Bytes over the L2 -> SM path and from HBM.
+
+    Every work unit reads its A panel (its tile's rows inside the matrix x its K slice) and
+    its B panel: carried L2 -> SM, except that a cluster multicasts the operand its CTAs
+    share (cluster_m CTAs along M share B: each loads 1/cluster_m of it). HBM carries a panel
+    once per wave that uses it (the units of a wave run their K loops side by side, so a K
+    slice fetched by one is an L2 hit for the others), plus what the epilogue writes: C, or
+    under split-K the fp32 partials (the reduce kernel's traffic is counted with it, in
+    `sim.launch`). Units run in launch order: a batch's slices one after another, each
+    slice's tiles in the raster order. A wave's moving K window is assumed to fit in L2."""
+    gm, gn = gemm_dims(s, m, n)
     tm, tn = grid(s, m, n)
+    k_iters, slices = k_split(s, k)
     rows, cols = tile_order(s, tm, tn)
-    a_panel = min(s.block_m, m) * k * INPUT_BYTES
-    b_panel = min(s.block_n, n) * k * INPUT_BYTES
-    l2_bytes = tm * tn * (a_panel + b_panel)
+    a_rows = np.minimum(s.block_m, gm - np.arange(tm) * s.block_m)      # rows inside, per tile row
+    b_rows = np.minimum(s.block_n, gn - np.arange(tn) * s.block_n)
+    k_len = np.minimum(k_iters * s.block_k, k - np.arange(slices) * k_iters * s.block_k)  # K per slice
+    a_panel = a_rows[:, None] * k_len[None, :] * INPUT_BYTES            # [row, slice]
+    b_panel = b_rows[:, None] * k_len[None, :] * INPUT_BYTES
+    a_read = tn * int(a_panel.sum()) * batch
+    b_read = tm * int(b_panel.sum()) * batch
+    l2_bytes = a_read / s.cluster_n + b_read / s.cluster_m
+    # HBM: distinct panels per wave, over the units in launch order (a product's slices one after
+    # another, each slice's tiles in raster order); panel ids: (batch, slice, tile row or column)
+    n_units = tm * tn * slices * batch
+    wave = np.arange(n_units) // max(1, per_wave)
+    layer = np.repeat(np.arange(slices * batch), tm * tn)            # batch x slices + slice, per unit
     hbm = 0
-    for start in range(0, tm * tn, per_wave):
-        hbm += len(np.unique(rows[start:start + per_wave])) * a_panel
-        hbm += len(np.unique(cols[start:start + per_wave])) * b_panel
-    c_bytes = m * n * INPUT_BYTES
-    return {"l2_to_sm_bytes": int(l2_bytes), "hbm_read_bytes": int(hbm),
-            "hbm_write_bytes": int(c_bytes), "hbm_bytes": int(hbm + c_bytes),
-            "l2_hit_rate": 1.0 - hbm / l2_bytes, "a_panel_bytes": a_panel, "b_panel_bytes": b_panel}
+    for idx, count, panel in ((np.tile(rows, slices * batch), tm, a_panel), (np.tile(cols, slices * batch), tn, b_panel)):
+        used = np.zeros((int(wave[-1]) + 1, slices * batch * count), bool)   # [wave, panel]: read in that wave
+        used[wave, layer * count + idx] = True
+        hbm += int(used.sum(axis=0) @ np.tile(panel.T.ravel(), batch))
+    c_bytes = m * n * batch * (INPUT_BYTES if s.split_k == 1 else slices * ACCUMULATOR_BYTES)
+    return {"l2_to_sm_bytes": int(round(l2_bytes)), "smem_fill_bytes": int(a_read + b_read),
+            "hbm_read_bytes": int(hbm), "hbm_write_bytes": int(c_bytes), "hbm_bytes": int(hbm + c_bytes),
+            "l2_hit_rate": 1.0 - hbm / l2_bytes,
+            "a_panel_bytes": int(a_panel[0, 0]), "b_panel_bytes": int(b_panel[0, 0])}
 
 
 # ----------------------------------------------------------------------------------
@@ -201,8 +304,35 @@ class BlockBarrier:
         yield self.env.timeout(self.cost)
 
 
+def wgmma_clk(gpu: GpuProfile, n: int, smem_write_bytes: float = 0.0) -> float:
+    """Clocks one m64nNk16 occupies the SM's tensor cores: the math at 4096 FLOP/clk, or the
+    shared-memory traffic at 128 B/clk, the larger: its reads of A (64x16) and B (Nx16), plus
+    `smem_write_bytes`, the TMA writes this instruction's share of the K tile brought in (when
+    the profile has TMA writes share the banks). A narrow N (swap-AB) is bound by the A reads:
+    n16 takes 20 clk for 8 clk of math. fp16 accumulation runs at the same rate [datasheet]."""
+    math_clk = 2 * WGMMA_M * n * WGMMA_K / gpu.tensor_flops_per_clk
+    smem = (WGMMA_M + n) * WGMMA_K * INPUT_BYTES
+    if gpu.tma_writes_share_smem:
+        smem += smem_write_bytes
+    return max(math_clk, smem / gpu.smem_bytes_per_clk)
+
+
+def box_clk(gpu: GpuProfile, nbytes: float, requests: float, port_share: float, miss_rate: float,
+            l2_rate: float, miss_charge: float, hbm_rate: float) -> tuple[float, float]:
+    """(port, HBM) clocks of one TMA box on one SM: its requests, then its bytes on the L2 -> SM
+    port (a missed byte also costs `miss_charge` x its read time: the L2 fill competes with the
+    reads), and its missed bytes at the SM's HBM share; `port_share` of each (multicast)."""
+    port_bytes = port_share * nbytes * (1.0 + miss_charge * miss_rate)
+    if gpu.l2_request_additive:
+        port = port_bytes / l2_rate + port_share * requests * gpu.l2_request_clk
+    else:
+        port = max(port_bytes / l2_rate, port_share * requests * gpu.l2_request_clk)
+    return port, port_share * nbytes * miss_rate / hbm_rate
+
+
 class SmEngines:
-    """The shared engines of one SM: tensor cores, the L2 path, the HBM share, TMA."""
+    """The shared engines of one SM: tensor cores, the L2 -> SM port, the HBM share, TMA,
+    and the store path to L2."""
 
     def __init__(self, env: simpy.Environment, gpu: GpuProfile, miss_rate: float,
                  active_sms: int | None = None):
@@ -213,22 +343,16 @@ class SmEngines:
         self.tensor = simpy.Resource(env, capacity=1)
         self.l2_path = simpy.Resource(env, capacity=1)
         self.hbm = simpy.Resource(env, capacity=1)
+        self.stores = simpy.Resource(env, capacity=1)
         self.inflight = simpy.Container(env, capacity=gpu.tma_inflight_bytes, init=gpu.tma_inflight_bytes)
-        self.busy = {"tensor": 0.0, "tma": 0.0, "hbm": 0.0}
+        self.busy = {"tensor": 0.0, "tma": 0.0, "hbm": 0.0, "store": 0.0}
         self.latency_clk = gpu.ns_to_clk(gpu.tma_latency_ns + miss_rate * (gpu.hbm_latency_ns - gpu.tma_latency_ns))
-        self.hbm_rate = gpu.hbm_bytes_per_clk_per_sm()
+        # HBM is shared by the SMs that pull: fewer busy SMs each get more of it
+        self.hbm_rate = gpu.hbm_bytes_per_clk_per_sm(active_sms)
 
     # ---- tensor cores ----
     def wgmma_clk(self, n: int, smem_write_bytes: float = 0.0) -> float:
-        """Clocks one m64nNk16 occupies the SM's tensor cores: the math at 4096 FLOP/clk,
-        or the shared-memory traffic at 128 B/clk, the larger: its reads of A (64x16) and
-        B (Nx16), plus `smem_write_bytes`, the TMA writes this instruction's share of the
-        K tile brought in (when the profile has TMA writes share the banks)."""
-        math_clk = 2 * WGMMA_M * n * WGMMA_K / self.gpu.tensor_flops_per_clk
-        smem = (WGMMA_M + n) * WGMMA_K * INPUT_BYTES
-        if self.gpu.tma_writes_share_smem:
-            smem += smem_write_bytes
-        return max(math_clk, smem / self.gpu.smem_bytes_per_clk)
+        return wgmma_clk(self.gpu, n, smem_write_bytes)
 
     def wgmma_group(self, instructions: int, n: int, trace: Trace | None, role: str,
                     smem_write_bytes: float = 0.0) -> simpy.Event:
@@ -255,26 +379,29 @@ class SmEngines:
         done.succeed()
 
     # ---- TMA ----
-    def tma_load(self, nbytes: int, mbar: Mbarrier, trace: Trace | None, name: str,
-                 requests: int | None = None) -> None:
+    def tma_load(self, nbytes: float, mbar: Mbarrier, trace: Trace | None, name: str,
+                 requests: float | None = None, port_share: float = 1.0) -> None:
         """Start a bulk tensor copy (the issuing thread pays `tma_issue_clk` itself).
-        `requests`: L2 requests the box makes (one per box row of <= 128 B)."""
-        self.env.process(self._run_tma(nbytes, mbar, trace, name, requests or math.ceil(nbytes / 128)))
+        `requests`: L2 requests the box makes (one per box row of <= 128 B).
+        `port_share`: the part of the box this SM's port carries: 1/cluster for a box that
+        the cluster's CTAs load in parts and multicast to one another (plus the profile's
+        `multicast_receive_cost` for the parts the others load); its transaction bytes
+        still complete in full on this CTA's barrier."""
+        if port_share < 1.0:
+            port_share += (1.0 - port_share) * self.gpu.multicast_receive_cost
+        self.env.process(self._run_tma(nbytes, mbar, trace, name, requests or math.ceil(nbytes / 128), port_share))
 
-    def _run_tma(self, nbytes, mbar, trace, name, requests):
+    def _run_tma(self, nbytes, mbar, trace, name, requests, port_share=1.0):
         t0 = self.env.now
-        yield self.inflight.get(nbytes)
+        held = min(nbytes, self.gpu.tma_inflight_bytes)
+        yield self.inflight.get(held)
         yield self.env.timeout(self.latency_clk)
         # the L2 -> SM transfer and, for the lines that miss, the SM's share of HBM run
-        # side by side (line by line); the copy is done when the slower one is
-        # the SM's L2 path: its byte rate, or one request per l2_request_clk, the slower
-        # (a missed byte also costs up to l2_miss_port_factor x its read time: the L2 fill)
-        port_bytes = nbytes * (1.0 + self.miss_charge * self.miss_rate)
-        if self.gpu.l2_request_additive:
-            port_dt = port_bytes / self.l2_rate + requests * self.gpu.l2_request_clk
-        else:
-            port_dt = max(port_bytes / self.l2_rate, requests * self.gpu.l2_request_clk)
-        hbm_dt = nbytes * self.miss_rate / self.hbm_rate
+        # side by side (line by line); the copy is done when the slower one is.
+        # The port: the box's requests, then its bytes (a missed byte also costs
+        # l2_miss_charge x its read time: the L2 fill competes with the reads)
+        port_dt, hbm_dt = box_clk(self.gpu, nbytes, requests, port_share, self.miss_rate, self.l2_rate,
+                                  self.miss_charge, self.hbm_rate)
         hreq = self.hbm.request()
         preq = self.l2_path.request()
         yield hreq & preq
@@ -285,7 +412,25 @@ class SmEngines:
         (self.l2_path if hbm_dt <= port_dt else self.hbm).release(preq if hbm_dt <= port_dt else hreq)
         self.busy["tma"] += port_dt
         self.busy["hbm"] += hbm_dt
-        yield self.inflight.put(nbytes)
+        yield self.inflight.put(held)
         if trace is not None:
             trace.span("TMA engine", name, "tma", t0, self.env.now)
         mbar.complete_tx(nbytes)
+
+    # ---- stores to L2 ----
+    def store(self, nbytes: float, bytes_per_clk: float, trace: Trace | None, name: str) -> simpy.Event:
+        """Write `nbytes` to L2 over the SM's store path (FIFO) at `bytes_per_clk`; the event
+        fires when the last byte has left the SM."""
+        done = self.env.event()
+        self.env.process(self._run_store(nbytes, bytes_per_clk, done, trace, name))
+        return done
+
+    def _run_store(self, nbytes, rate, done, trace, name):
+        with self.stores.request() as req:
+            yield req
+            t0 = self.env.now
+            yield self.env.timeout(nbytes / rate)
+            self.busy["store"] += nbytes / rate
+            if trace is not None:
+                trace.span("store path", name, "store", t0, self.env.now)
+        done.succeed()

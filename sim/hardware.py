@@ -1,20 +1,17 @@
-"""GPU profiles for the pipeline model: every parameter with where it comes from.
+"""GPU profiles for the pipeline model: every parameter, what it is and where it comes from.
 
-Units: SM clocks ("clk") for what happens inside an SM, nanoseconds for the memory
-system (it does not run on the SM clock), bytes, TB/s = 1e12 B/s.
+Units: SM clocks ("clk") for what happens inside an SM, nanoseconds for the memory system
+(it does not run on the SM clock), bytes, TB/s = 1e12 B/s, microseconds for the host.
 
-Each value is marked
-  [datasheet]  NVIDIA datasheet / whitepaper / CUDA programming guide,
-  [measured]   read on the lent H200 (shared/device/NOTES.md),
-  [paper]      order of magnitude from published microbenchmarks (Luo et al. 2024,
-               "Benchmarking and Dissecting the Nvidia Hopper GPU Architecture";
-               Luo et al. 2025, "Dissecting the NVIDIA Hopper Architecture through
-               Microbenchmarking and Multiple Level Analysis"), not re-checked here,
-  [assumed]    no measurement yet: a best guess, listed in sim/README.md so that the
-               calibration (experiments/calibrate -> sim/profiles/<gpu>.json) replaces it.
-
-`load_profile(name)` returns the built-in profile with any keys of
-sim/profiles/<name>.json laid over it (a missing file is fine; an unknown key is an error).
+Each field carries its source as metadata (`GpuProfile.source(name)`, and the table in
+docs/model.md that `python -m sim.docs` writes):
+  datasheet  NVIDIA datasheet, whitepaper, CUDA programming guide or PTX ISA (gemm/limits.py);
+  measured   measured on the lent H200 by a committed microbenchmark or sweep (named);
+  paper      order of magnitude from published microbenchmarks, not re-checked here;
+  assumed    no measurement yet: a best guess with its reasoning (and, in the report that
+             introduced it, the microbenchmark that would measure it).
+`load_profile(name)` returns the built-in profile with sim/profiles/<name>.json laid over it;
+that file's "provenance" says where each of its values comes from, in place of the default's.
 """
 from __future__ import annotations
 
@@ -23,239 +20,200 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import gemm.limits as limits
+
 PROFILES_DIR = Path(__file__).with_name("profiles")
+RESULTS = "experiments/results/h200-sxm"
+
+
+def _p(default, tag: str, what: str, source: str = ""):
+    """A profile parameter: its default, the kind of its source, what it is, where it comes from."""
+    kw = {"default_factory": default} if callable(default) else {"default": default}
+    return field(metadata={"tag": tag, "what": what, "source": source}, **kw)
+
+
+def _required(tag: str, what: str, source: str = ""):
+    return field(metadata={"tag": tag, "what": what, "source": source})
 
 
 @dataclass(frozen=True)
 class GpuProfile:
-    name: str
+    name: str = _required("", "profile name")
     # ---- SMs and clocks ----
-    sm_count: int
-    clock_max_ghz: float        # max boost clock
-    clock_peak_ghz: float       # the clock the datasheet's dense peak is quoted at
-    clock_ghz: float            # the clock a compute-bound GEMM actually runs at (model clock)
-    # ---- per-SM resources (Hopper, cc 9.0) ----
-    smem_per_sm: int = 228 * 1024            # [datasheet] CUDA guide, cc 9.0
-    smem_per_block: int = 227 * 1024         # [datasheet] opt-in maximum per block
-    smem_reserved_per_block: int = 1024      # [datasheet] 1 KB system use per block
-    regs_per_sm: int = 65536                 # [datasheet]
-    max_regs_per_thread: int = 255           # [datasheet]
-    reg_alloc_unit: int = 256                # [datasheet] registers allocated per warp in units of 256 (occupancy calculator)
-    max_threads_per_sm: int = 2048           # [datasheet]
-    max_ctas_per_sm: int = 32                # [datasheet]
-    # registers a GEMM thread holds besides its fp32 accumulators (addresses, descriptors,
-    # loop state, epilogue). [measured] 26: the project's V1 and V2 Numba builds (128x128x64,
-    # 128 accumulators/thread) use 154 registers/thread on the H200, 3 CTAs/SM by the CUDA
-    # occupancy API. Taken as the same for the specialized family (not built yet).
-    reg_overhead: int = 26
+    sm_count: int = _required("datasheet", "SMs (H100 / H200 SXM: 132)")
+    clock_max_ghz: float = _required("datasheet", "maximum boost clock, GHz")
+    clock_peak_ghz: float = _required("datasheet", "the clock the datasheet's dense peak is quoted at, GHz",
+                                      "989.4 TFLOPS = 132 SMs x 4096 FLOP/clk x 1.83 GHz")
+    clock_ghz: float = _required("measured", "the sustained SM clock a dense GEMM runs at: the model's clock",
+                                 "sim/profiles/<gpu>.json")
+
+    # ---- per-SM resources (compute capability 9.0) ----
+    smem_per_sm: int = _p(limits.SHARED_BYTES_PER_SM, "datasheet", "shared memory per SM, bytes")
+    smem_per_block: int = _p(limits.MAX_SHARED_BYTES_PER_BLOCK, "datasheet", "opt-in maximum per block, bytes")
+    smem_reserved_per_block: int = _p(limits.RESERVED_SHARED_BYTES_PER_BLOCK, "datasheet",
+                                      "shared memory the system reserves per resident block")
+    regs_per_sm: int = _p(limits.REGISTERS_PER_SM, "datasheet", "32-bit registers per SM")
+    max_regs_per_thread: int = _p(limits.MAX_REGISTERS_PER_THREAD, "datasheet", "registers per thread, at most")
+    reg_alloc_unit: int = _p(limits.REGISTER_ALLOCATION_UNIT, "datasheet",
+                             "registers are allocated per warp in units of this many")
+    max_threads_per_sm: int = _p(limits.MAX_THREADS_PER_SM, "datasheet", "resident threads per SM")
+    max_ctas_per_sm: int = _p(limits.MAX_BLOCKS_PER_SM, "datasheet", "resident blocks per SM")
+    reg_overhead: int = _p(26, "measured", "registers a GEMM thread holds besides its accumulators",
+                           f"the V1 and V2 Numba builds of 128x128x64 (128 accumulators) use 154 registers per "
+                           f"thread ({RESULTS}/measured.csv, registers); taken as the same for the specialized "
+                           "kernels without setmaxnreg")
+
     # ---- tensor cores ----
-    tensor_flops_per_clk: int = 4096         # [datasheet] dense fp16/bf16, 4 tensor cores x 512 FMA/clk
-    # shared-memory bandwidth that feeds WGMMA's A and B operands (SS mode):
-    smem_bytes_per_clk: int = 128            # [datasheet] 32 banks x 4 B per clock
-    # Do TMA's writes into shared memory take the same 128 B/clk that WGMMA reads its A and B
-    # operands from? Was [assumed] True (one set of 32 banks), which capped a 128x128x64 K tile
-    # at 512 clk of math / (48 KB reads + 32 KB writes at 128 B/clk = 640 clk) = 80% of the
-    # tensor peak per clock. [measured] refuted: in-kernel clocks (experiments/results/h200-sxm/
-    # clock.csv) put V2 128x128x64 s3 at 89.5% and s2 at 87.0% of 4096 FLOP per SM per clock.
-    # Now False: the writes do not slow WGMMA's operand reads (where they go is not modelled).
-    # Held in: the clock.csv rows "v2 128x128x64 s2" and "v2 128x128x64 s3".
-    tma_writes_share_smem: bool = False
-    # ---- WGMMA: calibrated on the load-free loop (gemm/kernels/ring.py, mma_loop_only, experiments/
-    # results/h200-sxm/mma_loop.csv: bar.sync, fence, the K tile's WGMMAs, commit,
-    # wait_group(0), bar.sync, no loads; SM clock read in the kernel). Per SM clock, 128x128x64:
-    # 3 CTAs/SM 91.56%, 2 CTAs/SM 86.35%, 1 CTA/SM 71.56%; 128x192x64 (2) 90.33%; 64x128x64 (4)
-    # 91.16%. Model: `predict(.., loads=False)` at each row's clock. Two free parameters,
-    # set from the 3- and 1-CTA 128x128x64 rows (the other three held out; sim/README.md):
-    #   wgmma_fill_clk: held on the tensor cores per group, nothing overlaps it -> the 3-CTA
-    #     row (3 CTAs would otherwise keep the cores ~95% busy);
-    #   wgmma_tail_clk: exposed per group on the issuing warpgroup -> the 1-CTA row, given the
-    #     other exposed costs (index 16, 2 x bar.sync 24, fence+commit+first issue 24,
-    #     wait 16: all [assumed]/[paper], kept). Only their sum is pinned: a smaller
-    #     bar_sync_clk would give a larger tail one for one (twice per iteration).
-    wgmma_issue_clk: int = 8                 # [assumed] per wgmma.mma_async; only the group's first is on the warp's path
-    wgmma_fence_commit_clk: int = 16         # [assumed] wgmma.fence + commit_group per group
-    # result latency of a WGMMA group after its last instruction leaves the tensor cores, by N.
-    # [measured] 30 clk at N=128 (was an assumed 128: the 1-CTA loop then ran at 60% per clock,
-    # measured 71.6%); the N shape 3:4:6 is kept [assumed]. With the fill, one m64n128k16 alone
-    # takes 23 + 64 + 30 = 117 clk (Luo et al. 2025 [paper]: order of 100-200 clk).
-    wgmma_tail_clk: dict = field(default_factory=lambda: {64: 22, 128: 30, 256: 45})
-    wgmma_wait_clk: int = 16                 # [assumed] wgmma.wait_group returning once done
-    # [measured] 23 clk per WGMMA group of tensor-core time that does no math (pipe fill
-    # after a switch to a new group; was 0): from the 3-CTA row above
-    wgmma_fill_clk: int = 23
+    tensor_flops_per_clk: int = _p(4096, "datasheet", "dense fp16/bf16 FLOP per SM per clock (4 tensor cores), "
+                                   "fp32 or fp16 accumulation alike", "H100 whitepaper")
+    smem_bytes_per_clk: int = _p(128, "datasheet", "shared-memory bandwidth per SM: WGMMA's A and B operand "
+                                 "reads, the epilogue's writes", "32 banks x 4 B per clock")
+    tma_writes_share_smem: bool = _p(False, "measured", "whether TMA's writes into shared memory take WGMMA's "
+                                     "128 B/clk",
+                                     f"refuted: sharing caps a 128x128x64 K tile at 80% of the tensor peak per "
+                                     f"clock; {RESULTS}/clock.csv has V2 128x128x64 s3 at 89.5% and s2 at 87.0%")
+    wgmma_issue_clk: int = _p(8, "assumed", "issue of one wgmma.mma_async; only a group's first is on the "
+                              "warp's path (the rest issue while earlier ones run)")
+    wgmma_fence_commit_clk: int = _p(16, "assumed", "wgmma.fence + commit_group per group")
+    wgmma_tail_clk: dict = _p(lambda: {64: 22, 128: 30, 256: 45}, "measured",
+                              "a WGMMA group's result latency after its last instruction leaves the tensor "
+                              "cores, by N",
+                              f"N=128 from the load-free loop at 1 CTA/SM ({RESULTS}/mma_loop.csv, 128x128x64 "
+                              "s4: 71.6% of the peak per clock) given the other exposed costs; the 3:4:6 shape "
+                              "by N assumed. Only its sum with bar_sync_clk is pinned")
+    wgmma_wait_clk: int = _p(16, "assumed", "wgmma.wait_group returning once its group is done")
+    wgmma_fill_clk: int = _p(23, "measured", "tensor-core time per WGMMA group that does no math (the pipe's "
+                             "fill when it switches to a new group)",
+                             f"the load-free loop at 3 CTAs/SM ({RESULTS}/mma_loop.csv, 128x128x64 s2: 91.6% "
+                             "of the peak per clock); held out: 2 CTAs/SM, 128x192x64, 64x128x64 (within 5%)")
+
     # ---- TMA (cp.async.bulk.tensor) ----
-    tma_issue_clk: int = 40                  # [assumed] one elected thread, per tensor copy
-    # round trip of a TMA box that hits L2, before its bytes stream in; the transfer at
-    # the SM's L2 share and the FIFO wait behind the SM's other boxes are modelled on
-    # top. [measured] 250 ns (was an assumed 500): V1 128x192x16 on the H200 (2 CTAs/SM,
-    # latency-bound) takes 773-795 ns per K iteration per CTA (two sweeps) at the sampled
-    # 1.92-1.965 GHz, of
-    # which 320 box rows x 2 clk = 326 ns is the transfer and ~500 clk (~255 ns) the
-    # WGMMAs, their tail, the syncs and issue: ~190 ns + the HBM-miss share remain.
-    # Held in: the V1 128x192 rows (block_k 16, 32, 64); sensitivity in sim/README.md.
-    tma_latency_ns: float = 250.0
-    # the same for a box with lines that miss L2 and come from HBM. [assumed] loaded. Run 60
-    # (experiments/tma_latency.py, tma_latency.csv) measured a lone 16 KB box on every SM at
-    # 652 ns missing against 360 hitting (2.15 TB/s of misses), 1294 / 856 at two in flight per
-    # SM, 1.9-4.7 us at four to eight (DRAM queueing); not adopted: hbm_latency_ns -
-    # tma_latency_ns (550 ns) is also sim/convoy.py's threshold, and the light-load 290 ns would
-    # call five GEMMs that keep their reuse free-running (experiments/NOTES.md 75).
-    hbm_latency_ns: float = 800.0
-    tma_inflight_bytes: int = 256 * 1024     # [assumed] per-SM bytes in flight the TMA unit tracks
-    # ---- memory system ----
-    # (Sixth pass: the three per-SM-clock L2 figures below are the fallback only; the
-    # nanosecond figures further down, when set -- they are in the built-in profiles --
-    # replace them at the profile's clock.)
-    # L2 -> SM path: bytes per SM clock one SM can receive. [assumed] 64 B/clk (one 128-B
-    # line per two clocks). Contradicted by 6% by one in-kernel-clock row: "v2 64x256x64 s2"
-    # (clock.csv) moves 21.5 GB in 1.904 ms at 1.256 GHz = 68 B per SM clock. Not changed
-    # (the request rate below and tma_latency_ns were derived with it); a known miss.
-    l2_sm_bytes_per_clk: float = 64.0
-    # ... and at most one L2 request per `l2_request_clk` SM clocks, whatever its length:
-    # TMA asks L2 for each row of a box (block_k x 2 bytes: 32, 64 or 128 B) as one request.
-    # [measured] 2 clk: the block_k=16 rows of experiments/results/h200-sxm/measured.csv
-    # (32-B rows; V1 and V2 alike) move one box row per 2.0-2.2 clocks per SM at the clock
-    # nvidia-smi sampled after each run (1.8-1.98 GHz), whatever the tile, stages or CTAs/SM;
-    # it is the same "one 128-B line per two clocks" as the 64 B/clk above, for short rows.
-    l2_request_clk: float = 2.0
-    # Aggregate L2 read bandwidth, bytes per SM clock for the whole GPU. Was [assumed] 5120
-    # (the A100 whitepaper's "5120 bytes/clk"), which capped a 128x128 tile at ~61% of the
-    # tensor peak. [measured] refuted by the H200 sweep (experiments/results/h200-sxm/
-    # measured.csv, two sweeps): 64x256x64 V2 (2 stages) moves 21.5 GB L2->SM in 1.79-1.87 ms
-    # = 11.5-12.0 TB/s and 64x128x64 V1 25.8 GB in 2.31-2.39 ms = 10.8-11.2 TB/s: >= 5800 B/clk even at the
-    # 1.98 GHz maximum clock. Now the ports' sum (132 x 64 = 8448 B/clk): no aggregate
-    # limit beyond the per-SM ports (and their request rate, l2_request_clk).
-    l2_read_bytes_per_clk: float = 8448.0
-    # ---- the same L2 -> SM path in nanoseconds (sixth pass) ----
-    # When set, these replace the per-SM-clock figures above (`__post_init__` derives
-    # l2_sm_bytes_per_clk, l2_request_clk and l2_read_bytes_per_clk from them at this
-    # profile's clock_ghz): the L2 and the crossbar are taken to run on their own clock,
-    # not the SM clock, so a power-capped SM clock does not slow them. None = the per-clock
-    # figures above stand (built-in profiles: see below for the calibrated values).
-    # [measured] calibrated on the load-only loop (gemm/kernels/ring.py, load_loop_only; experiments/
-    # results/h200-sxm/load_loop.csv: the V2 loop without WGMMAs, every row at 1.97-1.98 GHz,
-    # so nothing in it is power-capped), `predict(.., mmas=False, ctas_per_sm=..)` at each
-    # row's clock and residency (sim/README.md, sixth pass). A box costs its port
-    #   requests x l2_request_ns + bytes x (1 + l2_miss_port_factor x miss rate) / l2_sm_bytes_per_ns
-    # (l2_request_additive True). Held in: 128x128x64 s2 (3 CTAs/SM, 1.877 ms), s4 (1 CTA/SM,
-    # 2.065 ms) and 128x128x16 s2 (12 CTAs/SM, 32-B box rows: 256 requests per 582.2 clk per
-    # SM at 1.98 GHz); the three parameters from a grid (130-180 B/ns x 0.8-1.2 x 0.86-0.94 ns)
-    # minimising the largest of the three errors (+0.5%, -0.4%, -0.5%). Held out: s1 (6
-    # CTAs/SM) +3.3%, s3 (2) -3.1%, 128x192x64 s2 +4.4%, 64x128x64 s2 +5.9%.
-    # A 128-B row of hits: 0.9 + 128/160 = 1.70 ns (75 B/ns per SM, 9.9 TB/s for 132 SMs);
-    # a 32-B row 1.10 ns; a 64-B row 1.30 ns. Was 64 B/clk and one request per 2 clk, the
-    # slower of the two (127 B/ns and 1.0 ns at 1.98 GHz): the load loops then ran 39-46%
-    # too fast. The sum (not the max) was chosen after seeing that the max form leaves the
-    # 64-B-row (block_k=32) GEMMs +14..+18% (clock.csv V2 128x128x32 +14.4%; with the sum -5.2%).
-    # Known contradiction: the V2 64x256x64 s2 GEMM moves 11.3-12.0 TB/s (clock.csv,
-    # measured.csv) with the same 128-B box rows (320 per K tile, as 128x192x64): above this
-    # port; the model gives it -20%.
-    # The [assumed] H100 values: the same (same GH100 die and L2).
-    l2_sm_bytes_per_ns: float | None = 160.0  # one SM's L2 -> SM stream rate, bytes per ns (= GB/s)
-    l2_request_ns: float | None = 0.9         # ns per L2 request (one per box row) on one SM's port
-    l2_read_tbs: float | None = None          # aggregate L2 -> SM TB/s; None = the ports' sum
-    # How a box's requests and bytes combine on the port: False = the slower of the two
-    # (requests x l2_request_clk, or bytes / rate: the fifth pass), True = their sum (a fixed
-    # cost per request, then the bytes stream).
-    l2_request_additive: bool = True
-    # L2 port time a byte that misses L2 costs on top of its read (the fill from HBM into
-    # L2 competes with the reads), as a multiple of a hit byte's. 0 = misses cost the port
-    # nothing extra (their HBM share runs side by side). [measured] 0.4, fitted on the same
-    # three load-only loops as the two above, at each row's clock and residency, with the HBM
-    # bytes predict() itself gives them (sim/convoy.py: free-running, 1.4 and 4.5 GB where run
-    # 19 measured 2.7 and 5.8; the 1-CTA s4 7.8 where it kept its 4.4): minimax over the three
-    # (0.2-0.5 tie at 2.2%, the binding row the 1-CTA loop, HBM-bound), ties broken by their rms
-    # (`python -m experiments.fit_port --model-misses`; experiments/NOTES.md 77). It was 1.1
-    # while predict counted each panel once per wave: 2.7-3.7x too few misses for these loops,
-    # a charge per miss inflated to match. Charged in full with every SM busy and in
-    # proportion to the busy SMs otherwise (thirteenth pass: a CTA's cycles follow the
-    # GPU-wide miss share, and on 12-88 busy SMs the load-only loop pulls the hit-only rate
-    # with 9-29% of its bytes missing; experiments/NOTES.md 33, 46, 47). The mechanism is
-    # [assumed].
-    l2_miss_port_factor: float = 0.4
-    # ---- the GPU-wide timeline (sim/timeline.py; eleventh pass) ----
-    # The same port cost of a missed byte, but counted on the misses the timeline itself
-    # makes (l2_miss_port_factor above is fitted on sim/convoy.py's misses; it was 1.1 on the
-    # per-wave estimate, 2.7-3.7x below the load loops' real misses). [measured] 0.5: the value in
-    # 0.3..0.8 (steps of 0.1) whose largest error on the four 128x128x64 load-only loops
-    # (load_loop.csv: s1..s4 at 6/3/2/1 CTAs/SM, 1.785/1.877/1.989/2.065 ms) is smallest, with
-    # the LRU of l2_lru_bytes: +1.9/+2.0/-1.3/-0.7% (0.4: max 5.7%, 0.6: max 7.1%; the same
-    # choice with 50 MB). Only those loops' times are used
-    # (`python -m experiments.timeline_bytes --calibrate`).
-    timeline_miss_port_factor: float = 0.5
-    # How the durations of CTAs that nothing holds together spread, for sim/convoy.py's replay
-    # of a free-running grid: a few SMs run them faster, for the whole launch, and each CTA
-    # varies on its own besides. [measured] run 57 (logs/run57, NVIDIA H200, driver
-    # 580.159.04): the rings V2, V2-local and V3 s3 in a grouped raster, where they keep their
-    # L2 reuse (so the spread is not an effect of lost reuse), three launches each, median over
-    # the nine: 12 SMs (six TPC pairs) whose CTAs take 0.816 x the other SMs' (0.78-0.88; the
-    # other 120 within 1-2% of one another; the same SMs in every launch), and per CTA, with
-    # the SM's factor and the slowdown all SMs share (running mean over 32 CTAs in start
-    # order) divided out, a CV of 3.35% (3.1-3.5%). Held kernels show no fast SMs and ~1%
-    # (`python -m experiments.drift --free-cv`; experiments/NOTES.md 76). Which SM ids are
-    # fast does not move the replayed bytes (their number does), so the profile keeps the
-    # count; the H100 profile assumes the H200's (the same 132-SM GH100 configuration).
-    free_running_fast_sms: int = 12
-    free_running_fast_sm_factor: float = 0.816
-    free_running_cta_cv: float = 0.0335
-    # Relative time one SM's L2 -> SM feed takes for the same bytes, per SM id (mean 1): the
-    # L2 feed is not the same on every SM. [measured] sim/profiles/<gpu>.json, written by
-    # `python -m experiments.sm_feed_map` from the per-CTA stamps of three load-only loops
-    # (run 23); None = every SM alike.
-    l2_feed_by_sm: tuple | None = None
-    # The SMs the block scheduler gives the first CTAs of a launch, in launch order (a
-    # permutation of the SM ids). [measured] with the map above; None = 0, 1, 2, ...
-    sm_dispatch_order: tuple | None = None
-    l2_bytes: int = 50 * 1024 * 1024         # [datasheet] 50 MB (H100 SXM); the H200 reports 60 MiB
-    # The capacity of one LRU that stands for L2 for lines many SMs share (sim/l2cache.py,
-    # sim/timeline.py). [measured] sim/profiles/<gpu>.json: experiments/l2_capacity.py (run 24)
-    # -- a second sweep over a buffer whose lines two SMs read misses half its bytes at
-    # 34.6 MiB on the H200 (one reader: 43.6 MiB; a reverse second sweep keeps 29.9 MiB; the
-    # device attribute says 60 MiB). None = l2_bytes.
-    l2_lru_bytes: int | None = None
-    # Which of the L2's two partitions each SM reads through (0/1 per SM id), and what a
-    # far hit adds to a near one. [measured] sim/profiles/<gpu>.json from experiments/l2_sides.py
-    # (run 26): dependent loads of lines another SM brought in are all near for a reader on
-    # that SM's side and half far for one on the other side (66 + 66 SMs); near 162 ns, far
-    # 251 ns, a DRAM miss 362 ns, unloaded, at 1.98 GHz. None = one L2 (l2_lru_bytes). The
-    # built-in far-hit figure is the H200's; which SM ids sit on which side is per chip.
-    # Used only when asked (sim.timeline.run(partitions=True), l2cache.replay(sides=...)).
-    l2_side_by_sm: tuple | None = None
-    l2_far_hit_extra_ns: float = 89.4
-    hbm_tbs: float = 3.35                    # [datasheet]
-    hbm_efficiency: float = 0.85             # [assumed] achievable fraction of the datasheet bandwidth
-    store_bytes_per_clk: float = 32.0        # [assumed] direct epilogue: fragment-layout st.global per SM
-    # ---- barriers and launch ----
-    bar_sync_clk: int = 24                   # [paper] bar.sync of one block, all warps arriving together
-    mbarrier_arrive_clk: int = 8             # [assumed]
-    mbarrier_wait_clk: int = 20              # [assumed] try_wait that succeeds (incl. the wake-up)
-    # V2's runtime stage index, per K iteration on the waiting thread's critical path:
-    # stage = iter % stages, the runtime stage offsets of the shared-memory addresses and the
-    # mbarrier, and reading/flipping that stage's phase. [assumed] 16 clk: a few dependent
-    # ALU ops (~4 clk each) when the phases are bits of one register (phase_storage="register",
-    # our V2). Was 100 (an L1 round trip charged to every V2).
-    runtime_index_clk: int = 16
-    # ... plus this when the phases are a runtime-indexed array in local memory
-    # (phase_storage="local", the tutorial's V2): a store and a dependent load through L1.
-    # [measured] 54 clk, derived from the pair "v2 128x128x64 s2 local" / "v2 128x128x64 s2"
-    # in experiments/results/h200-sxm/clock.csv (held in): 2.4096 M vs 2.3382 M SM clocks
-    # per kernel (ms x in-kernel clock) = 71.4 K clk over 10.34 waves x 128 K iterations,
-    # ~54 clk per iteration, taking the extra latency as fully exposed on each SM's critical
-    # path. Cross-check: an L1 hit is ~30-40 clk [paper], so store + dependent load ~60-70.
-    phase_local_clk: int = 54
-    # ---- the clock a kernel earns (sim/clock.py; fourteenth pass) ----
-    # (c_t, c_l, c_d, g) of  c_t SMs u (f / 1.8)^g + c_l L2->SM TB/s + c_d DRAM TB/s = 1, the
-    # limit that sets a GEMM's clock from its first launch after a rest. [measured]
-    # sim/profiles/<gpu>.json, written by `python -m experiments.fit_clock_form .. --write`
-    # (Nsight Compute, run 48). None = no form: predict(clock="earned") refuses.
-    clock_form_coef: tuple | None = None
-    clock_form_g: float = 2.5
-    # The clock WGMMA kernels count when nothing holds them: 0.91 of the 1.98 GHz boost.
-    # [measured] run 36 (experiments/NOTES.md 40): the WGMMA-only loop on 12-88 SMs counts
-    # 1.79-1.81 GHz while nvidia-smi reports 1.98.
-    wgmma_clock_top_ghz: float = 1.80
-    cta_launch_clk: int = 600                # [assumed] CTA start: block scheduling, mbarrier init, first sync
-    launch_us: float = 4.0                   # [assumed] kernel launch inside a CUDA-event timing
+    tma_issue_clk: int = _p(40, "assumed", "one tensor copy's issue by the elected thread")
+    tma_latency_ns: float = _p(250.0, "measured", "round trip of a TMA box that hits L2, before its bytes "
+                               "stream in (the transfer and the FIFO wait on the port come on top)",
+                               f"the latency-bound V1 128x192x16 (2 CTAs/SM, {RESULTS}/measured.csv) takes "
+                               "773-795 ns per K iteration per CTA, of which the transfer and the WGMMAs, "
+                               "syncs and issue explain all but ~190 ns and the miss share. A lone 16 KB box "
+                               f"measures 360 ns ({RESULTS}/tma_latency.csv)")
+    hbm_latency_ns: float = _p(800.0, "assumed", "the same round trip for a box with lines that miss L2 "
+                               "(loaded)",
+                               f"{RESULTS}/tma_latency.csv: a lone 16 KB box missing on every SM 652 ns "
+                               "(hitting 360), two in flight per SM 1294 / 856, 1.9-4.7 us at four to eight "
+                               "(DRAM queueing). hbm - tma latency is also sim/convoy.py's threshold")
+    tma_inflight_bytes: int = _p(256 * 1024, "assumed", "bytes of TMA loads one SM keeps in flight")
+
+    # ---- the L2 -> SM path (in ns: the L2 does not run on the SM clock) ----
+    l2_sm_bytes_per_ns: float | None = _p(160.0, "measured", "one SM's L2 -> SM stream rate, bytes per ns",
+                                          f"the load-only loop ({RESULTS}/load_loop.csv: the V2 loop without "
+                                          "WGMMA at 1.97-1.98 GHz) at each row's clock and residency; fitted "
+                                          "(minimax over a grid) on 128x128x64 s2 and s4 and 128x128x16 s2 "
+                                          "with l2_request_ns and l2_miss_port_factor, the other rows held out "
+                                          "(`python -m experiments.fit_port`). 128-B rows of hits: 75 B/ns "
+                                          "per SM, 9.9 TB/s for 132 SMs. Known miss: V2 64x256x64 moves "
+                                          "11.3-12.0 TB/s with the same rows")
+    l2_request_ns: float | None = _p(0.9, "measured", "port time per L2 request (one per box row of <= 128 B)",
+                                     "with l2_sm_bytes_per_ns, same fit")
+    l2_read_tbs: float | None = _p(None, "measured", "aggregate L2 -> SM TB/s; None: the ports' sum",
+                                   f"the A100's 5120 B/clk is refuted: V2 64x256x64 moves 11.5-12.0 TB/s "
+                                   f"({RESULTS}/measured.csv)")
+    l2_request_additive: bool = _p(True, "measured", "a box's port time is its requests' time plus its bytes' "
+                                   "(False: the larger of the two)",
+                                   f"the max form leaves the 64-B-row (block_k=32) GEMMs 14-18% fast "
+                                   f"({RESULTS}/clock.csv V2 128x128x32: +14.4%, with the sum -5.2%)")
+    l2_sm_bytes_per_clk: float = _p(64.0, "derived", "the port's rate per SM clock",
+                                    "l2_sm_bytes_per_ns / clock_ghz when that is set")
+    l2_request_clk: float = _p(2.0, "derived", "a request's port time in SM clocks", "l2_request_ns x clock_ghz")
+    l2_read_bytes_per_clk: float = _p(8448.0, "derived", "aggregate L2 read bytes per SM clock",
+                                      "l2_read_tbs (or the ports' sum) / clock_ghz")
+    l2_miss_port_factor: float = _p(0.4, "measured", "extra port time of a byte that misses L2, as a multiple "
+                                    "of a hit's (the fill competes with the reads), charged in proportion to "
+                                    "the busy SMs",
+                                    "fitted on the three load-only loops above with the HBM bytes predict() "
+                                    "gives them (`python -m experiments.fit_port --model-misses`); the "
+                                    "proportion: the load-only loop on 12-88 busy SMs pulls the hit-only rate "
+                                    "with 9-29% of its bytes missing (tests/test_power_sweep.py). The "
+                                    "mechanism is assumed")
+    timeline_miss_port_factor: float = _p(0.5, "measured", "the same for sim/timeline.py, on its own misses",
+                                          f"the value in 0.3-0.8 whose largest error on the four 128x128x64 "
+                                          f"load-only loops ({RESULTS}/load_loop.csv) is smallest "
+                                          "(`python -m experiments.timeline_bytes --calibrate`)")
+
+    # ---- how a free-running grid's CTAs spread (sim/convoy.py's replay) ----
+    free_running_fast_sms: int = _p(12, "measured", "SMs that run free-running CTAs faster for a whole launch",
+                                    f"per-CTA clock-probe stamps of V2, V2-local and V3 s3 in a grouped "
+                                    f"raster, three launches each (`python -m experiments.drift --free-cv`, "
+                                    f"{RESULTS}/drift.csv); held kernels show no fast SMs")
+    free_running_fast_sm_factor: float = _p(0.816, "measured", "their CTAs' duration over the others'",
+                                            "same stamps (0.78-0.88)")
+    free_running_cta_cv: float = _p(0.0335, "measured", "each free-running CTA's own spread (CV) once its "
+                                    "SM's factor and the slowdown all SMs share are taken out",
+                                    "same stamps (3.1-3.5%)")
+    l2_feed_by_sm: tuple | None = _p(None, "measured", "relative L2 -> SM feed time per SM id (mean 1); None: "
+                                     "alike", "sim/profiles/<gpu>.json")
+    sm_dispatch_order: tuple | None = _p(None, "measured", "the SMs the block scheduler gives a launch's first "
+                                         "CTAs, in order", "sim/profiles/<gpu>.json")
+
+    # ---- the L2 and HBM ----
+    l2_bytes: int = _p(50 * 1024 * 1024, "datasheet", "L2 capacity (H100 SXM 50 MB; the H200 reports 60 MiB)")
+    l2_lru_bytes: int | None = _p(None, "measured", "the capacity of the one LRU that stands for L2 for lines "
+                                  "several SMs share (sim/l2cache.py); None: l2_bytes", "sim/profiles/<gpu>.json")
+    l2_side_by_sm: tuple | None = _p(None, "measured", "which L2 partition each SM reads through (used only "
+                                     "when asked)", "sim/profiles/<gpu>.json")
+    l2_far_hit_extra_ns: float = _p(89.4, "measured", "what a hit in the far L2 partition adds to a near one",
+                                    f"{RESULTS}/l2_sides.csv (`python -m experiments.l2_sides`)")
+    hbm_tbs: float = _p(3.35, "datasheet", "HBM bandwidth, TB/s")
+    hbm_efficiency: float = _p(0.85, "assumed", "the share of the datasheet HBM bandwidth a kernel reaches")
+
+    # ---- epilogue ----
+    store_bytes_per_clk: float = _p(32.0, "assumed", "the direct epilogue: one warpgroup's st.global of C in "
+                                    "the accumulator fragment layout, bytes per clock")
+    tma_store_bytes_per_ns: float | None = _p(None, "assumed", "a TMA store out of shared memory to L2, bytes "
+                                              "per ns; None: the L2 port's read rate",
+                                              "the write direction of the SM's port taken as fast as the read "
+                                              "one and not shared with it")
+
+    # ---- barriers ----
+    bar_sync_clk: int = _p(24, "paper", "bar.sync of one block, all warps arriving together")
+    mbarrier_arrive_clk: int = _p(8, "assumed", "an mbarrier arrive")
+    mbarrier_wait_clk: int = _p(20, "assumed", "an mbarrier try_wait that succeeds, with the wake-up")
+    runtime_index_clk: int = _p(16, "assumed", "V2's runtime stage index per K iteration: iter % stages, the "
+                                "stage offsets, the phase bit (a few dependent ALU ops)")
+    phase_local_clk: int = _p(54, "measured", "added when the phases are a runtime-indexed local-memory array "
+                              "(the tutorial's V2): a store and a dependent load through L1",
+                              f"{RESULTS}/clock.csv, V2 128x128x64 s2 local against register phases: 2.4096 M "
+                              "against 2.3382 M SM clocks per kernel over 10.34 waves x 128 K iterations, taken "
+                              "as exposed on each SM's path (an L1 hit is ~30-40 clk [paper])")
+    cluster_arrive_clk: int = _p(200, "assumed", "a remote mbarrier arrive from a cluster partner (its "
+                                 "consumers releasing a stage that is multicast into)",
+                                 "the order of an SM-to-SM (DSMEM) round trip in published Hopper "
+                                 "microbenchmarks")
+    multicast_receive_cost: float = _p(0.0, "assumed", "port cost on one SM of the part of a multicast box "
+                                       "another CTA of the cluster loads, as a share of its own",
+                                       "the port's limit is on the L2 side (it is in ns, independent of the "
+                                       "SM clock), so a multicast box costs the cluster's ports once; the "
+                                       "receiving shared memories (128 B/clk each) are not the limit")
+
+    # ---- the clock a kernel earns (sim/clock.py) ----
+    clock_form_coef: tuple | None = _p(None, "measured", "(c_t, c_l, c_d) of the clock form c_t SMs u (f/1.8)^g "
+                                       "+ c_l L2 TB/s + c_d DRAM TB/s = 1; None: clock='earned' refuses",
+                                       "sim/profiles/<gpu>.json")
+    clock_form_g: float = _p(2.5, "measured", "the form's exponent g", "sim/profiles/<gpu>.json")
+    wgmma_clock_top_ghz: float = _p(1.80, "measured", "the clock WGMMA kernels count when nothing holds them",
+                                    "the WGMMA-only loop on 12-88 SMs counts 1.79-1.81 GHz while nvidia-smi "
+                                    "reports 1.98 (`python -m experiments.power_sweep`)")
+
+    # ---- fixed costs ----
+    cta_launch_clk: int = _p(600, "assumed", "a CTA's prologue: block start, the tensor maps' acquire fences, "
+                             "mbarrier init, the block's sync (its first loads' latency is simulated after it)",
+                             "the one-wave L2-resident load-only loops (tests/test_sim_clock.py, "
+                             "experiments.fit_port) leave no room for more: the model is already 5-14% slow "
+                             "on them with the profile's port")
+    launch_us: float = _p(4.0, "assumed", "a kernel's launch and drain on a stream, besides its CTAs' time")
+    host_call_us: float = _p(34.6, "measured", "host time of one warm gemm.matmul call",
+                             f"{RESULTS}/measured.csv header: host time per warm call at 256^3")
+    host_launch_us: float = _p(7.0, "assumed", "host time of each further kernel a call launches (split-K's "
+                               "reduce, operand copies)", "a prepared cuda.core launch, ~7 us "
+                               "(shared/REFERENCES.md, host path)")
 
     def __post_init__(self):
         # the nanosecond figures, when given, fix the per-SM-clock ones at this clock
@@ -267,6 +225,12 @@ class GpuProfile:
             object.__setattr__(self, "l2_read_bytes_per_clk", self.l2_read_tbs * 1e3 / self.clock_ghz)
         if self.l2_request_ns is not None:
             object.__setattr__(self, "l2_request_clk", self.l2_request_ns * self.clock_ghz)
+
+    @classmethod
+    def source(cls, name: str) -> dict:
+        """{tag, what, source} of a parameter (the built-in default's; a profile file's provenance
+        says where its own value comes from)."""
+        return dict(next(f for f in dataclasses.fields(cls) if f.name == name).metadata)
 
     @property
     def l2_in_ns(self) -> bool:
@@ -292,7 +256,8 @@ class GpuProfile:
     def l2_miss_charge(self, active_sms: int | None = None) -> float:
         """Extra L2 -> SM port time of a missed byte, as a multiple of a hit byte's: the fill is
         a GPU-wide cost shared by the busy SMs, charged in full with every SM busy and in
-        proportion on a partly idle GPU (experiments/NOTES.md 33, 46-47)."""
+        proportion on a partly idle GPU (the load-only loop on 12-88 busy SMs pulls the
+        hit-only rate though 9-29% of its bytes miss)."""
         n = max(1, min(self.sm_count, active_sms or self.sm_count))
         return self.l2_miss_port_factor * n / self.sm_count
 
@@ -303,8 +268,10 @@ class GpuProfile:
     def ns_to_clk(self, ns: float) -> float:
         return ns * self.clock_ghz
 
-    def hbm_bytes_per_clk_per_sm(self) -> float:
-        return self.hbm_tbs * 1e12 * self.hbm_efficiency / (self.clock_ghz * 1e9) / self.sm_count
+    def hbm_bytes_per_clk_per_sm(self, active_sms: int | None = None) -> float:
+        """One SM's share of the achievable HBM bandwidth while `active_sms` SMs pull."""
+        n = max(1, min(self.sm_count, active_sms or self.sm_count))
+        return self.hbm_tbs * 1e12 * self.hbm_efficiency / (self.clock_ghz * 1e9) / n
 
     def wgmma_tail(self, n: int) -> int:
         keys = sorted(self.wgmma_tail_clk)
@@ -336,7 +303,7 @@ _H200 = dataclasses.replace(
     # sets the in-kernel sustained clock (experiments/results/h200-sxm/clock.csv)
     clock_ghz=1.665,
     hbm_tbs=4.8,             # [datasheet] HBM3e
-    l2_bytes=60 * 1024 * 1024,  # [measured] the device attribute L2CacheSize (run 24)
+    l2_bytes=60 * 1024 * 1024,  # [measured] the device attribute L2CacheSize
 )
 
 PROFILES: dict[str, GpuProfile] = {p.name: p for p in (_H100, _H200)}

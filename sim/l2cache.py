@@ -78,9 +78,9 @@ class PartitionedL2:
     partition. A read from side `side` of a block's half homed at `home`: a hit in its own
     partition is near; otherwise, when the half is homed on the other side and still there,
     a far hit (a copy is made near); otherwise a miss from HBM, filled into the home
-    partition and, for a reader on the other side, into its own as well. (Run 26,
-    experiments/l2_sides.py: lines another SM brought in are all near for a reader on that
-    SM's side and half far for one on the other side.)"""
+    partition and, for a reader on the other side, into its own as well. (experiments/l2_sides.py,
+    l2_sides.csv: lines another SM brought in are all near for a reader on that SM's side and
+    half far for one on the other side.)"""
 
     def __init__(self, capacity: int, hit_ns: float = 0.0, far_ns: float = 0.0, miss_ns: float = 0.0,
                  hbm_bytes_per_ns: float = math.inf):
@@ -233,20 +233,52 @@ def replay(s: Schedule, m: int, n: int, k: int, starts, durations, l2_bytes: int
     # the reading CTA's L2 side (all 0 for one L2): A and B events are per (CTA, step), C per CTA
     cta = np.concatenate([np.repeat(np.arange(n_ctas), steps)] * 2 + ([np.arange(n_ctas)] if write_c else []))
     side_of = np.asarray(sides)[cta[order]] if sides is not None else np.zeros(len(order), np.int64)
-    cache = PartitionedL2(l2_bytes) if sides is not None else LruL2(l2_bytes)
-    reads = 0
     missed_by_cta = np.zeros(n_ctas, np.int64)
-    for kd, kk, nb, when, side, c in zip(kind.tolist(), key.tolist(), size.tolist(), tt[order].tolist(),
-                                         side_of.tolist(), cta[order].tolist()):
-        tag = kk * 3 + kd
-        if kd == _C:
-            cache.insert(tag, nb, when)
-        else:
-            missed_by_cta[c] += cache.read(tag, nb, when, side)[1]
-            reads += nb
-    miss = cache.miss_bytes
+    if sides is None:   # one LRU, bytes only: the loop inlined (the replay's hot path)
+        reads, miss = _lru_bytes(kind.tolist(), key.tolist(), size.tolist(), cta[order].tolist(), l2_bytes,
+                                 missed_by_cta)
+    else:
+        cache = PartitionedL2(l2_bytes)
+        reads = 0
+        for kd, kk, nb, when, side, c in zip(kind.tolist(), key.tolist(), size.tolist(), tt[order].tolist(),
+                                             side_of.tolist(), cta[order].tolist()):
+            tag = kk * 3 + kd
+            if kd == _C:
+                cache.insert(tag, nb, when)
+            else:
+                missed_by_cta[c] += cache.read(tag, nb, when, side)[1]
+                reads += nb
+        miss = cache.miss_bytes
     out = {"hbm_read_bytes": int(miss), "l2_to_sm_bytes": int(reads), "l2_hit_rate": 1.0 - miss / reads,
            "hbm_read_bytes_by_cta": missed_by_cta}
     if sides is not None:
         out.update(far_hit_bytes=int(cache.far_bytes), fabric_read_bytes=int(cache.fabric_bytes))
     return out
+
+
+def _lru_bytes(kinds, keys, sizes, ctas, capacity, missed_by_cta) -> tuple[int, int]:
+    """LruL2's read and insert, bytes only, over events already in time order: (bytes read,
+    bytes missed); adds each CTA's misses into `missed_by_cta`."""
+    lru: OrderedDict = OrderedDict()   # tag -> bytes
+    held = reads = miss = 0
+    get, move, pop, popitem = lru.get, lru.move_to_end, lru.pop, lru.popitem
+    per_cta = [0] * len(missed_by_cta)
+    for kd, kk, nb, c in zip(kinds, keys, sizes, ctas):
+        tag = kk * 3 + kd
+        if kd != _C:
+            reads += nb
+            if get(tag) is not None:
+                move(tag)
+                continue
+            miss += nb
+            per_cta[c] += nb
+        else:
+            old = pop(tag, None)
+            if old is not None:
+                held -= old
+        lru[tag] = nb
+        held += nb
+        while held > capacity:
+            held -= popitem(last=False)[1]
+    missed_by_cta += np.asarray(per_cta, np.int64)
+    return reads, miss

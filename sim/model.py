@@ -1,30 +1,43 @@
 """predict(): one schedule, one GEMM shape, one GPU profile -> a Prediction.
 
-What is symmetric is simulated once: one SM running one wave's CTAs (and, when the
-grid does not fill its last wave, one SM of the tail wave), a window of steady-state
-K iterations extrapolated to the full K; the grid is waves of those. Hard floors from
-the tensor-core peak and the memory system are applied last, so no prediction can
-exceed what the tensor cores or the memory can deliver.
+The core, in order:
+  1. occupancy (engines.residency): CTAs per SM from shared memory, registers (setmaxnreg:
+     the launch count), threads;
+  2. the grid (engines.launch_grid): tiles, split-K slices, batches, swap-AB, persistent
+     CTAs and clusters; waves of it (engines.waves);
+  3. the bytes (engines.memory_traffic): L2 -> SM (multicast shares the shared operand) and
+     HBM (each panel once per wave), with the HBM read bytes replaced by a reuse strategy
+     (sim/reuse.py: "convoy" by default, "per-wave", "timeline");
+  4. one SM simulated (schedules.simulate_sm): its CTAs of a full wave and, when the last
+     wave is partial, one SM of it; the engines at the per-SM rates of the SMs busy in it;
+     a persistent CTA walks its tiles; steady-state K iterations and tiles extrapolated;
+  5. floors (the tensor cores, the L2 -> SM ports and HBM of the SMs the grid keeps busy),
+     so no prediction exceeds what the hardware can deliver;
+  6. the call (sim/call.py): launch, split-K reduce kernel, operand copies, host time as a
+     CUDA-event timing sees it.
+The clock is the profile's sustained clock, or with clock="earned" the one the schedule's
+own activity earns (sim/clock.py).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
 
-from gemm.schedule import Schedule, ScheduleError
+from gemm.schedule import INPUT_BYTES, Schedule, ScheduleError
 
-from . import convoy
-from .engines import grid, memory_traffic, residency, waves
+from . import call, reuse as reuse_layer
+from .engines import launch_grid, memory_traffic, residency, waves
 from .hardware import GpuProfile, load_profile
-from .schedules import simulate_sm
+from .schedules import CtaWork, simulate_sm
 
 DTYPES = ("float16", "bfloat16")
+CLOCKS = ("profile", "earned")
 
 
 @dataclass
 class Prediction:
-    ms: float
-    tflops: float
+    ms: float                     # device time of the call: its kernels on the stream (launch included)
+    tflops: float                 # 2 M N K batch / ms
     pct_of_peak: float            # of the tensor peak at the model clock
     pct_of_datasheet_peak: float  # of the datasheet dense peak
     utilization: dict             # tensor, tma (L2->SM path), hbm: fractions of their peaks
@@ -41,6 +54,10 @@ class Prediction:
     clock_ghz: float
     schedule: dict
     shape: dict
+    timed_ms: float = 0.0         # one call between two CUDA events: host time + device time
+    timed_tflops: float = 0.0
+    call: dict = field(default_factory=dict)     # sim/call.py: kernel, reduce, copies, host
+    launch: dict = field(default_factory=dict)   # the grid: tiles, CTAs, units per CTA, clusters
     notes: list = field(default_factory=list)
     trace: object = field(default=None, repr=False)
 
@@ -54,7 +71,8 @@ _CATEGORY_NAMES = {
     "wgmma": "WGMMA on the tensor cores", "wgmma_wait": "waiting for WGMMA (wait_group)",
     "issue": "issuing WGMMA", "tma_wait": "waiting for TMA data", "sync": "block-wide syncs",
     "tma_issue": "issuing TMA", "index": "runtime stage indexing", "epilogue": "epilogue",
-    "launch": "CTA launch", "empty_wait": "producer waiting for a free stage", "release": "releasing stages",
+    "launch": "CTA start (launch, tensor map)", "empty_wait": "producer waiting for a free stage",
+    "release": "releasing stages",
 }
 
 
@@ -64,66 +82,80 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
             loads: bool = True, mmas: bool = True, ctas_per_sm: int | None = None,
             hbm_read_bytes: float | None = None,
             hbm_read_source: str = "model-only what-if", clock: str = "profile",
-            reuse: str = "convoy") -> Prediction:
-    """Predict one kernel launch. Raises ScheduleError for a schedule that cannot run.
+            reuse: str = "convoy", batch: int = 1, host_us: float | None = None,
+            registers: int | None = None) -> Prediction:
+    """Predict one call. Raises ScheduleError for a schedule that cannot run.
 
-    `loads=False` (model only): the load-free microbenchmark -- gemm/kernels/ring.py, mma_loop_only for
-    serial/ring, the specialized kernel's mma_loop_only mode -- the ring filled once, then only
-    the syncs, WGMMAs and wait_groups; no memory floors apply.
-    `mmas=False` (model only): the WGMMA-free microbenchmark -- gemm/kernels/ring.py, load_loop_only, or
-    the specialized kernel's load_loop_only mode (consumers hand each stage straight back);
-    no tensor floor applies (flops are GEMM-equivalent).
-    `ctas_per_sm` (model only): run this many CTAs per SM instead of the occupancy's figure (the
-    microbenchmark kernels use ~24 registers, so only shared memory limits them); it may not
-    exceed the shared-memory, thread or block limit.
-    `hbm_read_bytes` (model only, a what-if): the A and B bytes read from HBM, e.g. Nsight
-    Compute's dram__bytes_read of the real kernel, instead of the model's estimate (`reuse`);
-    `hbm_read_source` names where they come from in the prediction's notes.
+    `batch`: independent products in one launch (grid = tiles x batch).
+    `reuse`: how the HBM read bytes are counted (sim/reuse.py): "convoy" (default), "per-wave"
+    or "timeline". `hbm_read_bytes` (a what-if) sets them instead, e.g. Nsight Compute's
+    dram__bytes_read of the real kernel; `hbm_read_source` names where they come from.
     `clock`: "profile" runs at the profile's one sustained clock; "earned" at the clock this
-    schedule's own activity earns (sim/clock.py: its tensor use per clock and its L2 and DRAM
-    traffic, the model's own, solved against the profile's clock form).
-    `reuse`: how the HBM read bytes are counted when `hbm_read_bytes` is not given.
-    "convoy" (the default; sim/convoy.py): per wave while a miss's extra latency holds the
-    panel's sharers together (V1, shallow rings), else what a grid of free-running CTAs reads
-    (their measured spread, scheduled and replayed through L2): right about which kernels lose
-    their reuse for 43 of 55 GEMMs in the column and row rasters (held kernels leak at long K),
-    within 0.27 in |ln| of how much where they lose it (experiments/NOTES.md 72-79).
-    "per-wave": each panel once per wave, as if every kernel were held. The load-only loops
-    count as the GEMMs do; the WGMMA-only loops (no loads after the first fill) per wave."""
-    if reuse not in ("convoy", "per-wave"):
-        raise ScheduleError(f"reuse must be 'convoy' or 'per-wave', got {reuse!r}")
+    schedule's own activity earns (sim/clock.py).
+    `host_us`: the host time of one call (default: the profile's host_call_us).
+    `registers`: the built kernel's registers per thread (ptxas, or the CUDA occupancy API's
+    view of it) instead of the model's estimate (accumulators + reg_overhead, or setmaxnreg's
+    launch count): residency follows the real kernel.
+    Model-only microbenchmark modes: `loads=False` the load-free loop (gemm/kernels/ring.py,
+    mma_loop_only; the ring filled once, then only syncs, WGMMAs, wait_groups; no memory
+    floors); `mmas=False` the WGMMA-free loop (load_loop_only; no tensor floor, flops are
+    GEMM-equivalent); `ctas_per_sm` overrides the occupancy (those kernels use ~24 registers)
+    within the shared-memory, thread and block limits."""
+    if clock not in CLOCKS:
+        raise ScheduleError(f"clock must be one of {CLOCKS}, got {clock!r}")
+    if reuse not in reuse_layer.STRATEGIES:
+        raise ScheduleError(f"reuse must be one of {reuse_layer.STRATEGIES}, got {reuse!r}")
+    options = dict(dtype=dtype, trace=trace, sim_iters=sim_iters, notes=notes, loads=loads, mmas=mmas,
+                   ctas_per_sm=ctas_per_sm, hbm_read_bytes=hbm_read_bytes, hbm_read_source=hbm_read_source,
+                   reuse=reuse, batch=batch, host_us=host_us, registers=registers)
     if clock == "earned":
-        return _predict_at_earned_clock(schedule, m, n, k, gpu, dtype=dtype, trace=trace, sim_iters=sim_iters,
-                                        notes=notes, loads=loads, mmas=mmas, ctas_per_sm=ctas_per_sm,
-                                        hbm_read_bytes=hbm_read_bytes, hbm_read_source=hbm_read_source,
-                                        reuse=reuse)
-    if clock != "profile":
-        raise ScheduleError(f"clock must be 'profile' or 'earned', got {clock!r}")
+        from .clock import predict_at_earned_clock
+        return predict_at_earned_clock(_predict, schedule, m, n, k, gpu, options)
+    return _predict(schedule, m, n, k, load_profile(gpu) if isinstance(gpu, str) else gpu, **options)
+
+
+def _predict(s: Schedule, m: int, n: int, k: int, prof: GpuProfile, dtype: str = "float16",
+             trace: bool = False, sim_iters: int = 48, notes: list | None = None, loads: bool = True,
+             mmas: bool = True, ctas_per_sm: int | None = None, hbm_read_bytes: float | None = None,
+             hbm_read_source: str = "model-only what-if", reuse: str = "convoy", batch: int = 1,
+             host_us: float | None = None, registers: int | None = None, sm_model=simulate_sm) -> Prediction:
+    """predict() at the profile's clock. `sm_model`: how one SM's CTAs are timed (the SimPy
+    simulation, or sim.fast.steady_sm)."""
     if dtype not in DTYPES:
         raise ScheduleError(f"dtype must be one of {DTYPES}, got {dtype!r}")
-    if min(m, n, k) < 1:
-        raise ScheduleError(f"M, N, K must be >= 1, got {m}, {n}, {k}")
-    prof = load_profile(gpu) if isinstance(gpu, str) else gpu
-    s = schedule
-    res = residency(s, prof)
+    if min(m, n, k) < 1 or batch < 1:
+        raise ScheduleError(f"M, N, K and batch must be >= 1, got {m}, {n}, {k}, batch {batch}")
+    if not loads and not mmas:
+        raise ScheduleError("loads=False and mmas=False together leave no loop")
+    notes = list(notes or [])
+
+    # 1. occupancy
+    res = residency(s, prof, registers)
     c = res["ctas_per_sm"]
     if ctas_per_sm is not None:
-        cap = min(res["limits"][k] for k in ("smem", "threads", "blocks"))
+        cap = min(res["limits"][key] for key in ("smem", "threads", "blocks"))
         if not 1 <= ctas_per_sm <= cap:
             raise ScheduleError(f"ctas_per_sm={ctas_per_sm}: outside 1..{cap} (shared memory, threads, blocks)")
         c = ctas_per_sm
         res = {**res, "ctas_per_sm": c, "limited_by": "override (model only)"}
+        notes.append(f"model-only: {c} CTAs/SM set by the caller (occupancy gives {res['limits']})")
     if c < 1:
         raise ScheduleError(f"schedule {s.name!r}: no CTA fits on an SM (limits {res['limits']})")
-    tm, tn = grid(s, m, n)
-    wv = waves(tm * tn, prof.sm_count, c)
-    traffic = memory_traffic(s, m, n, k, wv["per_wave"])
-    notes = list(notes or [])
-    if hbm_read_bytes is None and reuse == "convoy" and loads:
-        held = convoy.reuse(s, m, n, k, prof, c, mmas=mmas)
-        notes.append(held["note"])
-        if not held["held"]:
-            traffic = _with_hbm_read(traffic, held["hbm_read_bytes"])
+
+    # 2. the grid and its waves
+    lg = launch_grid(s, m, n, k, batch, slots=prof.sm_count * c)
+    wv = waves(lg.ctas, prof.sm_count, c)
+    concurrent = min(lg.ctas, wv["per_wave"])          # units in flight together
+    busy_sms = min(prof.sm_count, lg.ctas)
+
+    # 3. the bytes
+    traffic = memory_traffic(s, m, n, k, concurrent, batch)
+    if hbm_read_bytes is None and loads:
+        b, note = reuse_layer.hbm_read_bytes(reuse, s, m, n, k, prof, c, mmas=mmas, batch=batch)
+        if note:
+            notes.append(note)
+        if b is not None:
+            traffic = _with_hbm_read(traffic, b)
     if hbm_read_bytes is not None:
         if not 0 <= hbm_read_bytes <= traffic["l2_to_sm_bytes"]:
             raise ScheduleError(f"hbm_read_bytes={hbm_read_bytes:.4g}: outside 0..{traffic['l2_to_sm_bytes']} "
@@ -131,50 +163,55 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
         notes.append(f"{hbm_read_source}: HBM read bytes set to {hbm_read_bytes / 1e9:.2f} GB "
                      f"(the model's per-wave sharing gives {traffic['hbm_read_bytes'] / 1e9:.2f} GB)")
         traffic = _with_hbm_read(traffic, hbm_read_bytes)
-    k_iters = math.ceil(k / s.block_k)
     miss = 1.0 - traffic["l2_hit_rate"]
-
-    if not loads and not mmas:
-        raise ScheduleError("loads=False and mmas=False together leave no loop")
-    if ctas_per_sm is not None:
-        notes.append(f"model-only: {c} CTAs/SM set by the caller (occupancy gives {res['limits']})")
     if not mmas:
         notes.append("model-only: no WGMMAs (the load_loop microbenchmark); TFLOPS are GEMM-equivalent")
     if not loads:
         notes.append("model-only: no loads after the ring's first fill (the mma_loop microbenchmark)")
-    full = simulate_sm(s, prof, c, k_iters, miss, trace=trace or True, sim_iters=sim_iters,
-                       active_sms=min(prof.sm_count, wv["ctas"]), loads=loads, mmas=mmas)
-    total_clk = wv["full"] * full["clk"]
-    if wv["tail_ctas"]:
-        total_clk += simulate_sm(s, prof, wv["tail_ctas_per_sm"], k_iters, miss, sim_iters=sim_iters,
-                                 active_sms=min(prof.sm_count, wv["tail_ctas"]), loads=loads,
-                                 mmas=mmas)["clk"]
-    sim_s = total_clk / (prof.clock_ghz * 1e9)
 
-    flops = 2.0 * m * n * k
+    # 4. one SM of each kind of wave
+    work = CtaWork.of(s, lg)
+    if s.persistent:   # one wave of CTAs, each walking its tiles
+        per_sm = math.ceil(lg.ctas / prof.sm_count)
+        full = sm_model(s, prof, per_sm, lg.k_iters, miss, trace=True, sim_iters=sim_iters,
+                           active_sms=busy_sms, loads=loads, mmas=mmas, work=work)
+        total_clk = full["clk"]
+    else:
+        full = sm_model(s, prof, c if wv["full"] else wv["tail_ctas_per_sm"], lg.k_iters, miss, trace=True,
+                           sim_iters=sim_iters, active_sms=busy_sms if wv["full"] else min(prof.sm_count, lg.ctas),
+                           loads=loads, mmas=mmas, work=work)
+        total_clk = wv["full"] * full["clk"]
+        if wv["tail_ctas"] and wv["full"]:
+            total_clk += sm_model(s, prof, wv["tail_ctas_per_sm"], lg.k_iters, miss, sim_iters=sim_iters,
+                                     active_sms=min(prof.sm_count, wv["tail_ctas"]), loads=loads, mmas=mmas,
+                                     work=work)["clk"]
+        elif wv["tail_ctas"]:
+            total_clk = full["clk"]
     hz = prof.clock_ghz * 1e9
-    # L2 requests: one per box row of <= 128 B; each SM's path takes one per l2_request_clk
-    requests = tm * tn * k_iters * s.k_iteration_requests
-    # (bytes that miss L2 cost more port time: the fill, as in the one-SM simulation)
-    port_bytes = traffic["l2_to_sm_bytes"] + prof.l2_miss_charge(wv["ctas"]) * traffic["hbm_read_bytes"]
-    l2_terms = (port_bytes / (prof.l2_feed_bytes_per_clk() * hz),
-                requests * prof.l2_request_clk / prof.sm_count / hz)
-    l2_time = sum(l2_terms) if prof.l2_request_additive else max(l2_terms)
-    floors = {
-        "tensor cores": flops / (prof.peak_tflops * 1e12),
-        "L2->SM bandwidth": l2_time,
-        "HBM bandwidth": traffic["hbm_bytes"] / (prof.hbm_tbs * 1e12 * prof.hbm_efficiency),
-    }
-    if not loads:  # only the first fill and C move: no memory floor binds
-        l2_time = 0.0
-        floors = {"tensor cores": floors["tensor cores"]}
-    if not mmas:  # no math: only the memory floors
-        floors.pop("tensor cores")
-    t = max(sim_s, *floors.values()) + prof.launch_us * 1e-6
+    sim_s = total_clk / hz
+
+    # 5. floors over the SMs the grid keeps busy
+    flops = 2.0 * m * n * k * batch
+    flops_done, l2_time, floors = hardware_floors(s, lg, traffic, prof, busy_sms, loads, mmas)
+    per_sm_peak = prof.tensor_flops_per_clk * hz
+    kernel_s = max(sim_s, *floors.values()) + prof.launch_us * 1e-6
+
+    # 6. the call
+    timing = call.timed(kernel_s, s, m, n, k, batch, lg.slices, prof, host_us)
+    t = timing["device_ms"] * 1e-3
+    if timing["reduce_ms"]:
+        notes.append(f"split-K: {lg.slices} slices write fp32 partials; the reduce kernel takes "
+                     f"{timing['reduce_ms'] * 1e3:.1f} us")
+    if timing["operand_copies"]:
+        notes.append(f"K x 2 bytes = {k * 2} is not a multiple of 16: the call copies both operands into "
+                     f"padded buffers first ({timing['copy_ms'] * 1e3:.1f} us)")
+    if timing["host_bound"]:
+        notes.append(f"host-bound: the device work ({timing['device_ms'] * 1e3:.1f} us) is shorter than the "
+                     f"host's {timing['host_ms'] * 1e3:.1f} us per call")
     util = {
-        "tensor": flops / (prof.peak_tflops * 1e12) / t if mmas else 0.0,
-        "tma": l2_time / t,
-        "hbm": traffic["hbm_bytes"] / (prof.hbm_tbs * 1e12) / t if loads else 0.0,
+        "tensor": flops_done / (per_sm_peak * prof.sm_count) / (kernel_s) if mmas else 0.0,
+        "tma": l2_time * busy_sms / prof.sm_count / kernel_s,
+        "hbm": traffic["hbm_bytes"] / (prof.hbm_tbs * 1e12) / kernel_s if loads else 0.0,
     }
 
     tr = full["trace"]
@@ -184,22 +221,53 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
     breakdown = {cat: round(v / cta, 4) for cat, v in sorted(tot.items(), key=lambda kv: -kv[1])}
     # the consumer's share of time in its own WGMMA groups (tensor spans of this CTA)
     breakdown = {"wgmma_on_tensor_cores": round(tr.totals("tensor").get("wgmma", 0.0) / cta, 4), **breakdown}
-    bound, reason = _bound(util, floors, sim_s, breakdown, res, s)
+    bound, reason = _bound(util, floors, sim_s, breakdown, res, s, timing)
     pk = prof.peak_tflops
     tfl = flops / t / 1e12
+    launch = {"tiles": lg.tm * lg.tn, "tile_grid": [lg.tm, lg.tn], "k_slices": lg.slices, "batch": batch,
+              "units": lg.units, "ctas": lg.ctas, "units_per_cta": lg.units_per_cta, "busy_sms": busy_sms,
+              "k_iters_per_unit": lg.k_iters, "cluster_idle_ctas": lg.cluster_idle,
+              "gemm_mn": [lg.gm, lg.gn], "edge_rows": [round(lg.a_rows, 2), round(lg.b_rows, 2)]}
     return Prediction(
         ms=t * 1e3, tflops=tfl, pct_of_peak=100 * tfl / pk,
         pct_of_datasheet_peak=100 * tfl / prof.datasheet_peak_tflops,
-        utilization={kk: round(v, 4) for kk, v in util.items()},
+        utilization={kk: round(min(v, 1.0), 4) for kk, v in util.items()},
         ctas_per_sm=c, limited_by=res["limited_by"], residency=res,
         waves=round(wv["waves_exact"], 4), wave_info=wv, bound=bound, reason=reason,
         breakdown=breakdown,
-        bytes={**traffic, "k_iters": k_iters,
+        bytes={**traffic, "k_iters": lg.k_iters,
                "tma_latency_ns": round(full["tma_latency_clk"] / prof.clock_ghz, 1)},
         gpu=prof.name, clock_ghz=prof.clock_ghz, schedule=asdict(s),
-        shape={"m": m, "n": n, "k": k, "dtype": dtype}, notes=notes,
-        trace=tr if trace else None,
+        shape={"m": m, "n": n, "k": k, "dtype": dtype, **({"batch": batch} if batch != 1 else {})},
+        timed_ms=timing["timed_ms"], timed_tflops=flops / (timing["timed_ms"] * 1e-3) / 1e12,
+        call=timing, launch=launch, notes=notes, trace=tr if trace else None,
     )
+
+
+def hardware_floors(s: Schedule, lg, traffic: dict, prof: GpuProfile, busy_sms: int, loads: bool = True,
+                    mmas: bool = True) -> tuple[float, float, dict]:
+    """(FLOPs the tensor cores execute, L2 -> SM port seconds, {floor: seconds}): the least time
+    the busy SMs' tensor cores (edge tiles compute in full), their L2 -> SM ports (bytes and
+    requests) and HBM need. A load-free loop has no memory floor, a WGMMA-free one no tensor floor."""
+    hz = prof.clock_ghz * 1e9
+    flops_done = 2.0 * lg.units * s.block_m * s.block_n * lg.k_iters * s.block_k
+    requests = lg.units * lg.k_iters * (lg.a_rows / s.cluster_n + lg.b_rows / s.cluster_m) \
+        * math.ceil(s.block_k * INPUT_BYTES / 128)
+    port_bytes = traffic["l2_to_sm_bytes"] + prof.l2_miss_charge(busy_sms) * traffic["hbm_read_bytes"]
+    l2_terms = (port_bytes / (prof.l2_sm_bytes_per_clk * busy_sms * hz),
+                requests * prof.l2_request_clk / busy_sms / hz)
+    l2_time = sum(l2_terms) if prof.l2_request_additive else max(l2_terms)
+    floors = {
+        "tensor cores": flops_done / (prof.tensor_flops_per_clk * hz * busy_sms),
+        "L2->SM bandwidth": l2_time,
+        "HBM bandwidth": traffic["hbm_bytes"] / (prof.hbm_tbs * 1e12 * prof.hbm_efficiency),
+    }
+    if not loads:  # only the first fill and C move: no memory floor binds
+        l2_time = 0.0
+        floors = {"tensor cores": floors["tensor cores"]}
+    if not mmas:  # no math: only the memory floors
+        floors.pop("tensor cores")
+    return flops_done, l2_time, floors
 
 
 def _with_hbm_read(traffic: dict, hbm_read_bytes: float) -> dict:
@@ -209,51 +277,7 @@ def _with_hbm_read(traffic: dict, hbm_read_bytes: float) -> dict:
             "l2_hit_rate": 1.0 - hbm_read_bytes / traffic["l2_to_sm_bytes"]}
 
 
-def _predict_at_earned_clock(schedule, m, n, k, gpu, **options) -> Prediction:
-    """predict() at the clock where the schedule's own activity meets the profile's clock form:
-    bisection on the clock, each step a prediction at that clock (the activity per clock moves
-    with it: the L2 -> SM port is in ns)."""
-    import dataclasses
-
-    from .clock import over_limit
-    prof = load_profile(gpu) if isinstance(gpu, str) else gpu
-    if prof.clock_form_coef is None:
-        raise ScheduleError(f"profile {prof.name!r} has no clock form (clock_form_coef): "
-                            "use clock='profile' or calibrate it (python -m experiments.fit_clock_form .. --write)")
-    top = prof.wgmma_clock_top_ghz if options.get("mmas", True) else prof.clock_max_ghz
-    if options["reuse"] == "convoy" and options["hbm_read_bytes"] is None and options["loads"]:
-        # whether the convoy holds is decided once, at the profile's clock (a bisection whose
-        # bytes jumped between its steps would not converge)
-        c = options["ctas_per_sm"] or residency(schedule, prof)["ctas_per_sm"]
-        held = convoy.reuse(schedule, m, n, k, prof, c, mmas=options.get("mmas", True))
-        options = {**options, "reuse": "per-wave", "notes": [*(options["notes"] or []), held["note"]]}
-        if not held["held"]:
-            options.update(hbm_read_bytes=held["hbm_read_bytes"], hbm_read_source="free-running CTAs (sim/convoy.py)")
-
-    def at(f):  # the prediction at clock f, and whether its own activity is over the limit there
-        p = predict(schedule, m, n, k, gpu=dataclasses.replace(prof, clock_ghz=f), **options)
-        s = p.ms * 1e-3
-        return p, over_limit(p.utilization["tensor"], p.bytes["l2_to_sm_bytes"] / s / 1e12,
-                             p.bytes["hbm_bytes"] / s / 1e12, f, prof.clock_form_coef, prof.clock_form_g,
-                             prof.sm_count)
-    p, over = at(top)
-    if over:  # the limit binds below the top clock: bisect for the clock whose activity meets it
-        lo, hi, p_lo = 0.5, top, None
-        for _ in range(14):
-            mid = (lo + hi) / 2
-            p_mid, over = at(mid)
-            if over:
-                hi = mid
-            else:
-                lo, p_lo = mid, p_mid
-        p = p_lo or at(lo)[0]
-    p.notes.append(f"clock {p.clock_ghz:.3f} GHz earned from this schedule's activity (sim/clock.py: tensor "
-                   f"{p.utilization['tensor']:.2f} per clock, L2->SM {p.bytes['l2_to_sm_bytes'] / p.ms / 1e9:.2f} "
-                   f"and DRAM {p.bytes['hbm_bytes'] / p.ms / 1e9:.2f} TB/s) instead of the profile's {prof.clock_ghz:.3f}")
-    return p
-
-
-def _bound(util, floors, sim_s, breakdown, res, s) -> tuple[str, str]:
+def _bound(util, floors, sim_s, breakdown, res, s, timing) -> tuple[str, str]:
     """What limits the prediction, and why in words. The labels only describe the
     simulated timeline; they change no figure."""
     idle = {k: v for k, v in breakdown.items()
@@ -266,6 +290,9 @@ def _bound(util, floors, sim_s, breakdown, res, s) -> tuple[str, str]:
     else:
         tensor_idle = (f"the tensor cores ({100 * util['tensor']:.0f}% busy) idle while the warps that issue "
                        f"WGMMA are {_CATEGORY_NAMES.get(worst, worst)} ({100 * idle.get(worst, 0):.0f}% of a CTA's time)")
+    if timing["host_bound"]:
+        return "host", (f"the call's host time ({timing['host_ms'] * 1e3:.0f} us) exceeds its device work "
+                        f"({timing['device_ms'] * 1e3:.0f} us); on the device, {tensor_idle}")
     top = max(floors, key=floors.get)
     if floors[top] >= sim_s:
         return top, f"{top} at its ceiling; {tensor_idle}"

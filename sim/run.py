@@ -9,10 +9,11 @@ import argparse
 import json
 import sys
 
-from gemm.schedule import EPILOGUES, PRESETS, RASTERS, ScheduleError, preset
+from gemm.schedule import ACCUMULATE, EPILOGUES, PRESETS, RASTERS, ScheduleError, preset
 
 from .hardware import PROFILES, load_profile
 from .model import _CATEGORY_NAMES, predict
+from .reuse import replayable
 from .schedules import model_schedule
 from .timeline import prefetch_depth, summary as timeline_summary
 
@@ -20,7 +21,11 @@ from .timeline import prefetch_depth, summary as timeline_summary
 _KNOBS = {"stages": "stages", "sync_per_iter": "syncs_per_iter", "consumer_warpgroups": "consumer_warpgroups",
           "producer_warps": "producer_warps", "wgmma_in_flight": "wgmma_in_flight", "raster": "raster",
           "raster_group": "raster_group", "epilogue": "epilogue", "family": "family",
-          "runtime_stage_index": "runtime_stage_index", "phase_storage": "phase_storage"}
+          "runtime_stage_index": "runtime_stage_index", "phase_storage": "phase_storage",
+          "persistent": "persistent", "cluster_m": "cluster_m", "cluster_n": "cluster_n",
+          "producer_registers": "producer_registers", "consumer_registers": "consumer_registers",
+          "accumulate": "accumulate", "split_k": "split_k", "swap_ab": "swap_ab"}
+_BOOLEAN = ("runtime_stage_index", "persistent", "swap_ab")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -45,6 +50,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--runtime-stage-index", type=int, choices=(0, 1), help="1: stage index computed at run time (V2)")
     p.add_argument("--phase-storage", choices=("register", "local"),
                    help="V2's per-stage phases: bits of one register, or the tutorial's local-memory array")
+    p.add_argument("--persistent", type=int, choices=(0, 1),
+                   help="1: one CTA per SM slot walks the tiles; the producer loads the next tile during the epilogue")
+    p.add_argument("--cluster-m", type=int, help="CTAs per cluster along M (they multicast each B tile)")
+    p.add_argument("--cluster-n", type=int, help="CTAs per cluster along N (they multicast each A tile)")
+    p.add_argument("--producer-registers", type=int, help="setmaxnreg: the producer warpgroup's registers")
+    p.add_argument("--consumer-registers", type=int, help="setmaxnreg: each consumer warpgroup's registers")
+    p.add_argument("--accumulate", choices=ACCUMULATE, help="WGMMA accumulator type")
+    p.add_argument("--split-k", type=int, help="K slices: fp32 partials, then a reduce kernel")
+    p.add_argument("--swap-ab", type=int, choices=(0, 1), help="1: compute C^T = B^T A^T (a small M becomes WGMMA's N)")
+    p.add_argument("--batch", type=int, default=1, help="independent products in one launch (grid = tiles x batch)")
+    p.add_argument("--registers", type=int, help="the built kernel's registers per thread (ptxas), for residency, "
+                   "instead of the model's estimate")
     p.add_argument("--clock-ghz", type=float, help="override the profile's sustained SM clock")
     p.add_argument("--earned-clock", action="store_true",
                    help="run at the clock this schedule's own activity earns (sim/clock.py: the limit that "
@@ -71,7 +88,7 @@ def build_schedule(a: argparse.Namespace):
     for flag, fld in _KNOBS.items():
         v = getattr(a, flag)
         if v is not None:
-            over[fld] = bool(v) if fld == "runtime_stage_index" else v
+            over[fld] = bool(v) if fld in _BOOLEAN else v
     if a.block:
         try:
             bm, bn, bk = (int(x) for x in a.block.lower().split("x"))
@@ -92,7 +109,7 @@ def stages_table(s, a, gpu) -> list[dict]:
                                    wgmma_in_flight=min(s.wgmma_in_flight, st - 1))
         except ScheduleError:
             continue
-        p = predict(sc, a.m, a.n, a.k, gpu=gpu, dtype=a.dtype)
+        p = predict(sc, a.m, a.n, a.k, gpu=gpu, dtype=a.dtype, batch=a.batch)
         rows.append({"stages": st, "shared_kb": round(p.residency["smem_per_cta"] / 1024, 1),
                      "ctas_per_sm": p.ctas_per_sm, "limited_by": p.limited_by,
                      "limits": p.residency["limits"], "tflops": round(p.tflops, 1), "bound": p.bound})
@@ -101,13 +118,26 @@ def stages_table(s, a, gpu) -> list[dict]:
 
 def report(p, table=None, grid=None) -> str:
     s, u, sh = p.schedule, p.utilization, p.shape
+    extra = [f for f, on in (
+        ("persistent", s["persistent"]), (f"cluster {s['cluster_m']}x{s['cluster_n']}", s["cluster_m"] * s["cluster_n"] > 1),
+        (f"setmaxnreg {s['producer_registers']}/{s['consumer_registers']}", s["consumer_registers"]),
+        (f"{s['accumulate']} accumulate", s["accumulate"] != "float32"), (f"split-K {s['split_k']}", s["split_k"] > 1),
+        ("swap-AB", s["swap_ab"]), (f"batch {sh.get('batch', 1)}", sh.get("batch", 1) > 1)) if on]
+    c, lg = p.call, p.launch
     lines = [
         f"{s['name']} ({s['family']}) on {p.gpu} at {p.clock_ghz:.3f} GHz: "
         f"{sh['m']}x{sh['n']}x{sh['k']} {sh['dtype']}, tile {s['block_m']}x{s['block_n']}x{s['block_k']}, "
         f"{s['stages']} stage(s), {s['syncs_per_iter']} sync(s)/iter, {s['consumer_warpgroups']} consumer WG(s), "
-        f"wgmma in flight {s['wgmma_in_flight']}, raster {s['raster']}, epilogue {s['epilogue']}",
+        f"wgmma in flight {s['wgmma_in_flight']}, raster {s['raster']}, epilogue {s['epilogue']}"
+        + "".join(f", {f}" for f in extra),
         f"  predicted      {p.ms:.3f} ms  {p.tflops:.0f} TFLOPS  ({p.pct_of_peak:.0f}% of the tensor peak at this clock, "
         f"{p.pct_of_datasheet_peak:.0f}% of the datasheet peak)",
+        f"  one call       {p.timed_ms:.3f} ms  {p.timed_tflops:.0f} TFLOPS between CUDA events: host {c['host_ms'] * 1e3:.1f} us "
+        f"+ device {c['device_ms'] * 1e3:.1f} us (GEMM kernel {c['kernel_ms'] * 1e3:.1f}"
+        + (f", reduce {c['reduce_ms'] * 1e3:.1f}" if c["reduce_ms"] else "")
+        + (f", operand copies {c['copy_ms'] * 1e3:.1f}" if c["copy_ms"] else "") + " us)",
+        f"  grid           {lg['tiles']} tiles x {lg['k_slices']} K slice(s) x {lg['batch']} = {lg['units']} units "
+        f"on {lg['ctas']} CTAs ({lg['units_per_cta']} unit(s) per CTA at most), {lg['busy_sms']} SMs busy",
         f"  residency      {p.ctas_per_sm} CTA(s)/SM, limited by {p.limited_by} "
         f"(smem {p.residency['limits']['smem']}, registers {p.residency['limits']['registers']} at "
         f"{p.residency['registers_per_thread']}/thread, threads {p.residency['limits']['threads']}); "
@@ -150,14 +180,18 @@ def main(argv=None) -> int:
         if sum((a.grid_timeline, a.per_wave, hbm is not None)) > 1:
             raise ScheduleError("--grid-timeline, --per-wave and --hbm-read-gb each set the HBM bytes: give one")
         if a.grid_timeline:
-            predict(s, a.m, a.n, a.k, gpu=gpu, dtype=a.dtype, reuse="per-wave")  # refuses what cannot run
+            predict(s, a.m, a.n, a.k, gpu=gpu, dtype=a.dtype, reuse="per-wave", batch=a.batch)  # refuses what cannot run
+            if not replayable(s, a.batch):
+                raise ScheduleError("--grid-timeline runs one CTA per tile of one product: not a persistent, "
+                                    "split-K, batched or swap-AB launch")
             grid = timeline_summary(s, a.m, a.n, a.k, gpu)
             hbm = grid["hbm_read_bytes"]
         if a.per_wave and prefetch_depth(s) >= 2:
             notes.append("HBM bytes per wave (--per-wave): the CTAs that share a panel are assumed to read it "
                          "together; with loads 2+ K steps ahead they can drift apart (the H200's V2 read 1.2-1.9x "
-                         "these bytes in ten of ten launches, experiments/NOTES.md item 34)")
-        p = predict(s, a.m, a.n, a.k, gpu=gpu, dtype=a.dtype, trace=bool(a.trace), notes=notes,
+                         "these bytes in ten of ten launches, hbm_bytes.csv)")
+        p = predict(s, a.m, a.n, a.k, gpu=gpu, dtype=a.dtype, batch=a.batch, registers=a.registers,
+                    trace=bool(a.trace), notes=notes,
                     hbm_read_bytes=hbm, hbm_read_source="the GPU-wide timeline (--grid-timeline)"
                     if grid else "model-only what-if", clock="earned" if a.earned_clock else "profile",
                     reuse="per-wave" if a.per_wave else "convoy")

@@ -1,0 +1,120 @@
+"""Predicted against measured over the shape suite: python -m experiments.score
+
+    python -m experiments.score --predicted experiments/results/h200-sxm/predicted-<tag>.csv \
+        [--measured experiments/results/h200-sxm/shapes.csv]
+
+Joins each measured row (shapes.csv: suite,name,m,n,k,batch,dtype,schedule,ours_tflops,...) to the
+prediction written for the same shape and schedule before it was measured (a schedule named as
+experiments.predict names them, "v7:block_n=192,split_k=2", or any name whose Schedule is the
+same), and prints for each timing the predictions file carries (one call between CUDA events,
+calls back to back, the device alone, one call at the earned clock) the median and 90th-percentile |error| and
+the rank correlation over the rows; where a shape has several measured schedules, whether the
+model's first choice among them is the measured best and by how much it trails. Rows whose
+schedule has no prediction are listed, not scored.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import statistics
+import sys
+from pathlib import Path
+
+RESULTS = Path(__file__).with_name("results")
+TIMINGS = {"one call": "predicted_ms", "back to back": "predicted_queued_ms", "device": "predicted_device_ms",
+           "earned clock": "predicted_ms_earned_clock"}
+
+
+def _rows(path: Path) -> list[dict]:
+    return list(csv.DictReader(ln for ln in path.read_text().splitlines() if not ln.startswith("#")))
+
+
+def _key(name: str):
+    """A schedule's identity: its fields (any name experiments.predict can parse), else the name."""
+    import dataclasses
+
+    from experiments.predict import parse_schedule_name
+    try:
+        return dataclasses.replace(parse_schedule_name(name), name="")
+    except Exception:
+        return name
+
+
+def _spearman(x, y) -> float:
+    def ranks(v):
+        order = sorted(range(len(v)), key=v.__getitem__)
+        r = [0.0] * len(v)
+        for i, j in enumerate(order):
+            r[j] = i
+        return r
+    rx, ry = ranks(x), ranks(y)
+    mx, my = statistics.mean(rx), statistics.mean(ry)
+    num = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    den = math.sqrt(sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry))
+    return num / den if den else float("nan")
+
+
+def score(predicted: Path, measured: Path) -> dict:
+    pred = {}
+    for r in _rows(predicted):
+        pred[(r["name"], _key(r["schedule"]))] = r
+    joined, missing = [], []
+    for r in _rows(measured):
+        p = pred.get((r["name"], _key(r["schedule"])))
+        (joined if p else missing).append((r, p))
+    out = {"rows": len(joined), "missing": [(r["name"], r["schedule"]) for r, _ in missing], "timings": {}}
+    for label, col in TIMINGS.items():
+        if joined and col not in joined[0][1]:
+            continue
+        meas, model, err = [], [], []
+        for r, p in joined:
+            flops = 2.0 * int(r["m"]) * int(r["n"]) * int(r["k"]) * int(r.get("batch") or 1)
+            t = flops / (float(p[col]) * 1e-3) / 1e12
+            meas.append(float(r["ours_tflops"]))
+            model.append(t)
+            err.append(t / float(r["ours_tflops"]) - 1)
+        if err:
+            a = sorted(abs(e) for e in err)
+            out["timings"][label] = {"median_abs": a[len(a) // 2], "p90_abs": a[min(len(a) - 1, int(0.9 * len(a)))],
+                                     "spearman": _spearman(meas, model) if len(meas) > 2 else float("nan"),
+                                     "errors": {(r["name"], r["schedule"]): e for (r, _), e in zip(joined, err)}}
+    choices = []
+    by_shape: dict = {}
+    for r, p in joined:
+        by_shape.setdefault(r["name"], []).append((r, p))
+    for name, rows in by_shape.items():
+        if len(rows) < 2:
+            continue
+        pick = min(rows, key=lambda rp: float(rp[1]["predicted_ms"]))
+        best = max(float(r["ours_tflops"]) for r, _ in rows)
+        choices.append((name, pick[0]["schedule"], float(pick[0]["ours_tflops"]) / best))
+    out["choices"] = choices
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m experiments.score", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--predicted", required=True)
+    ap.add_argument("--measured", default=str(RESULTS / "h200-sxm" / "shapes.csv"))
+    a = ap.parse_args(argv)
+    res = score(Path(a.predicted), Path(a.measured))
+    print(f"{res['rows']} measured rows with a prediction written before them; {len(res['missing'])} without")
+    for name, sched in res["missing"]:
+        print(f"  no prediction: {name} {sched}")
+    for label, t in res["timings"].items():
+        print(f"{label:13s} median |error| {100 * t['median_abs']:5.1f}%  p90 {100 * t['p90_abs']:5.1f}%  "
+              f"rank correlation {t['spearman']:.3f}")
+    if "one call" in res["timings"]:
+        for (name, sched), e in sorted(res["timings"]["one call"]["errors"].items(), key=lambda kv: -abs(kv[1]))[:10]:
+            print(f"  {100 * e:+6.1f}%  {name:14s} {sched}")
+    if res["choices"]:
+        g = math.exp(statistics.mean(math.log(x) for _, _, x in res["choices"]))
+        print(f"model's first choice among the measured schedules: geomean {g:.3f} of the measured best, "
+              f"best on {sum(x >= 1 for _, _, x in res['choices'])} of {len(res['choices'])} shapes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

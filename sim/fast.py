@@ -1,0 +1,109 @@
+"""The fast path: the one-SM simulation replaced by its steady state in closed form.
+
+`fast_predict(...)` is `predict(...)` with two changes: the SM's time comes from `steady_sm`
+below instead of the SimPy processes, and the HBM bytes are the core's per-wave figure (no
+grid replay). Everything else (occupancy, the grid, the bytes, the floors, the call) is the
+same code. It is what `sim.rank` uses: about a millisecond a candidate.
+
+`steady_sm` takes the same engine costs as the SimPy model (engines.box_clk, wgmma_clk, the
+profile's latencies and barrier costs) and puts each warp role's K loop in steady state: one
+K iteration of a CTA takes the longest of
+  its own chain   the steps its loop runs one after another (for V1 the load's latency and
+                  transfer too; for a ring or a specialized kernel the MMA, its wait, the
+                  barriers and arrivals);
+  the ring        a stage goes round once per `depth` iterations (stages - groups kept in
+                  flight; V1: 1): release, the producer's wait and issue, the latency and the
+                  transfer, the consumer's wait; a cluster adds the partners' remote arrival;
+  the SM's share  c CTAs' WGMMA groups on one set of tensor cores, their boxes on one port
+                  (and HBM share);
+then the CTA's start, its first loads, its epilogue (a persistent CTA pays per tile only
+what the consumers do while the producer already loads the next tile) are added once.
+What it leaves out: queueing between the roles when two limits are close (the SimPy model
+loses a few percent there), and the convoy replay's lost reuse.
+"""
+from __future__ import annotations
+
+from gemm.schedule import WGMMA_K, Schedule
+
+from .engines import Trace, box_clk, wgmma_clk
+from .hardware import GpuProfile, load_profile
+from .schedules import CtaWork, boxes
+
+
+def steady_sm(s: Schedule, gpu: GpuProfile, ctas: int, k_iters: int, miss_rate: float,
+              trace: bool = False, sim_iters: int = 48, active_sms: int | None = None,
+              loads: bool = True, mmas: bool = True, work: CtaWork | None = None) -> dict:
+    """simulate_sm's result (clocks for `ctas` CTAs side by side on one SM doing `work`) from the
+    steady state of the K loop; same signature, `trace` and `sim_iters` unused."""
+    work = work or CtaWork(k_iters)
+    g, c, cw = gpu, ctas, s.consumer_warpgroups
+    a_bytes, b_bytes, a_req, b_req = boxes(s, work)
+    l2_rate, charge = g.l2_share_bytes_per_clk(active_sms), g.l2_miss_charge(active_sms)
+    hbm_rate = g.hbm_bytes_per_clk_per_sm(active_sms)
+    lat = g.ns_to_clk(g.tma_latency_ns + miss_rate * (g.hbm_latency_ns - g.tma_latency_ns))
+    pa, ha = box_clk(g, a_bytes, a_req, 1.0 / s.cluster_n, miss_rate, l2_rate, charge, hbm_rate)
+    pb, hb = box_clk(g, b_bytes, b_req, 1.0 / s.cluster_m, miss_rate, l2_rate, charge, hbm_rate)
+    mem = (max(pa, ha) + max(pb, hb)) if loads else 0.0       # a K tile's boxes, one after the other
+    group = g.wgmma_fill_clk + (s.block_k // WGMMA_K) * s.m_tiles_per_warpgroup * wgmma_clk(g, s.wgmma_n)
+    group = group if mmas else 0.0
+    tail = g.wgmma_tail(s.wgmma_n) if mmas else 0.0
+    issue_load = g.mbarrier_arrive_clk + 2 * g.tma_issue_clk
+    issue_mma = g.wgmma_fence_commit_clk + g.wgmma_issue_clk if mmas else 0.0
+    wait_mma = g.wgmma_wait_clk if mmas else 0.0
+    index = (g.runtime_index_clk + (g.phase_local_clk if s.phase_storage == "local" else 0)
+             if s.runtime_stage_index and s.stages > 1 else 0.0)
+    try_wait, arrive, bar = g.mbarrier_wait_clk, g.mbarrier_arrive_clk, g.bar_sync_clk
+    load_trip = issue_load + lat + mem                       # from the issue to the data in shared memory
+
+    if s.family == "serial":
+        chain = index + load_trip + try_wait + bar * s.syncs_per_iter + issue_mma + group + tail + wait_mma
+        depth_bound = 0.0
+    elif s.family == "ring":
+        head = index + try_wait + bar + issue_mma + group + tail + wait_mma   # to the refill's issue
+        chain = head + issue_load + bar * (s.syncs_per_iter - 1)
+        depth_bound = (head + load_trip + try_wait) / s.stages
+    else:
+        keep = s.wgmma_in_flight if loads else 0
+        own = index + try_wait + bar * s.syncs_per_iter + issue_mma + wait_mma + arrive
+        # one warpgroup's iteration: its overheads, its group and (W = 0) the group's tail, while
+        # the other warpgroups' groups keep the tensor cores busy; with W >= 1 the tail overlaps
+        chain = max(own + group + (tail if keep == 0 else 0.0), cw * group)
+        remote = g.cluster_arrive_clk if s.cluster_size > 1 else 0.0
+        refill = arrive + remote + try_wait + index + load_trip + try_wait     # a release to the data's use
+        # a stage comes back once every warpgroup's group on it is done (all the consumers'
+        # groups run one after another on the tensor cores) ...
+        depth_bound = (refill + issue_mma + cw * group + tail + wait_mma) / s.stages
+        if keep:   # ... or, starved of data, once the group `keep` iterations later is issued
+            depth_bound = max(depth_bound, (refill + issue_mma + wait_mma) / (s.stages - keep))
+    period = max(chain, depth_bound, c * cw * group, c * mem)
+
+    part = s.rows_per_warpgroup * s.block_n * work.out_bytes
+    if s.epilogue == "tma":
+        store_rate = (g.tma_store_bytes_per_ns or g.l2_sm_bytes_per_ns or g.l2_sm_bytes_per_clk * g.clock_ghz) \
+            / g.clock_ghz
+        epilogue = part / g.smem_bytes_per_clk + bar + g.tma_issue_clk
+        drain = c * cw * part / store_rate                    # the last store leaves the SM
+    else:
+        epilogue = part / g.store_bytes_per_clk              # each warpgroup's stores at the store rate
+        drain = 0.0
+    start = g.cta_launch_clk + (c - 1) * bar + load_trip
+    clk = start + work.tiles * (k_iters * period + tail + wait_mma + epilogue) + drain
+    return {"clk": clk, "sim_clk": clk, "per_iter_clk": period, "simulated_iters": 0, "tile_period_clk": 0.0,
+            "busy": {}, "trace": Trace(), "cta0_clk": clk, "tma_latency_clk": lat, "l2_rate": l2_rate}
+
+
+def fast_predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
+                 gpu: str | GpuProfile = "h200-sxm", dtype: str = "float16", batch: int = 1,
+                 host_us: float | None = None, registers: int | None = None, clock: str = "profile"):
+    """predict() with the steady-state SM (steady_sm) and the per-wave HBM bytes; `clock` as
+    predict's ("earned": bisection on the clock, each step this fast path)."""
+    from .model import _predict
+    prof = load_profile(gpu) if isinstance(gpu, str) else gpu
+    options = dict(dtype=dtype, trace=False, sim_iters=48, notes=None, loads=True, mmas=True, ctas_per_sm=None,
+                   hbm_read_bytes=None, hbm_read_source="", reuse="per-wave", batch=batch, host_us=host_us,
+                   registers=registers)
+    if clock == "earned":
+        from .clock import predict_at_earned_clock
+        return predict_at_earned_clock(lambda *a, **o: _predict(*a, **o, sm_model=steady_sm), schedule, m, n, k,
+                                       prof, options)
+    return _predict(schedule, m, n, k, prof, **options, sm_model=steady_sm)
