@@ -3,8 +3,8 @@
   python -m experiments.make_table                       # experiments/results/h200-sxm/sweep*.csv
   python -m experiments.make_table --sweep FILE.csv ...  # other sweeps
 
-For every shape the sweep measured, the fastest correct candidate (by median time, the same
-inputs and the same process for all) becomes the rule for the shape's half-octave bucket of
+For every shape the sweep measured, the fastest correct candidate (by median time, i.e.
+highest TFLOPS at the shape; the same inputs and the same process for all) becomes the rule for the shape's half-octave bucket of
 M, N and K (gemm.dispatch.table.bucket). Where several measured shapes share a bucket, the
 candidate with the best geometric-mean time ratio over them wins. Only fp32-accumulating
 candidates the dispatcher may choose (gemm.dispatch.candidates.SPECS) are kept.
@@ -30,9 +30,9 @@ def best_per_bucket(rows) -> dict:
     """{shape_key: (spec, [measured shape names], geomean slowdown of the runner-up)}."""
     by_shape = defaultdict(dict)
     for r in rows:
-        if r["schedule"] in SPECS and r.get("correct") == "True" and r.get("ours_ms"):
+        if r["schedule"] in SPECS and r.get("correct") == "True" and r.get("ours_tflops"):
             shape = (r["name"], int(r["m"]), int(r["n"]), int(r["k"]), int(r.get("batch") or 1), r["dtype"])
-            by_shape[shape][r["schedule"]] = float(r["ours_ms"])
+            by_shape[shape][r["schedule"]] = 1.0 / float(r["ours_tflops"])   # time, up to a constant
     buckets = defaultdict(list)
     for shape, times in by_shape.items():
         name, m, n, k, batch, dtype = shape

@@ -128,10 +128,17 @@ def _kernel(schedule: Schedule, dtype: str, a_major: str, b_major: str):
 
 def _stream_handle(kind, device_id):
     if kind == "torch":
-        import torch
-        return torch.cuda.current_stream(device_id).cuda_stream
+        return _torch_stream(device_id)
     import cupy
     return cupy.cuda.get_current_stream().ptr
+
+
+def _torch_stream(device_id: int) -> int:
+    """The current torch stream's handle: the raw getter where torch has it (a fraction of a
+    microsecond; torch.cuda.current_stream builds a Stream object first)."""
+    import torch
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return raw(device_id) if raw is not None else torch.cuda.current_stream(device_id).cuda_stream
 
 
 def matmul(a, b, stages=None, *, version=None, schedule=None, out=None):
@@ -193,10 +200,10 @@ def _signature(a, b, out, stages, version, schedule):
     if module == "torch":
         if type(b).__module__ != "torch" or not a.is_cuda:
             return None
-        import torch
+        device = a.get_device()
         o = (out.data_ptr(), out.shape, out.stride(), out.dtype) if out is not None else None
-        return ("torch", a.data_ptr(), a.shape, a.stride(), a.dtype, a.device, b.data_ptr(), b.shape, b.stride(),
-                b.dtype, o, torch.cuda.current_stream().cuda_stream, stages, version, id(schedule))
+        return ("torch", a.data_ptr(), a.shape, a.stride(), a.dtype, device, b.data_ptr(), b.shape, b.stride(),
+                b.dtype, o, _torch_stream(device), stages, version, id(schedule))
     if module.startswith("cupy"):
         import cupy
         o = (out.data.ptr, out.shape, out.strides, out.dtype) if out is not None else None

@@ -185,7 +185,8 @@ def launch_gemm(loaded: LoadedKernel, a: int, lda: int, b: int, ldb: int, c: int
     workspace = 0
     if cfg.schedule.split_k > 1:
         from .workspace import workspace_for
-        workspace = workspace_for(stream_handle, cfg.workspace_bytes(m, n, batch))
+        planes = cfg.counters_offset(m, n, batch)
+        workspace = workspace_for(stream_handle, planes, cfg.workspace_bytes(m, n, batch) - planes)
     batched = (1 if a_count > 1 else 0) | (2 if b_count > 1 else 0)
     return launch(loaded, cfg.grid(m, n, loaded.resident_clusters, batch), stream_handle, a_map, b_map, c_map,
                   c, ldc, m, n, k, pair_ok, probe, workspace, batch, batched)

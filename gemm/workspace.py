@@ -1,14 +1,25 @@
 """Split-K's global workspace: fp32 partial tiles and per-tile counters, one buffer per stream.
 
-The counters must read zero when a kernel starts; the buffer is zeroed when it is made
-and every split-K kernel leaves its counters at zero (the CTA that sums a tile resets
-its counter). Kernels queued on one stream run one after another, so they may share its
-buffer; another stream gets its own. A buffer only grows, and is kept for the process.
+A kernel finds its partial planes at [ws, ws + planes) and its tile counters right after
+them, at [ws + planes, ...): where the counters fall therefore moves with the shape. The
+counters must read zero when a kernel starts, and the partials of an earlier product of
+another shape must never lie under them. So each stream's buffer keeps two regions, one
+for planes and one, above it, only ever holding counters:
+
+    [ .......... planes region .......... | counters region ]
+                      ws = the planes region's end - this kernel's planes
+
+Every kernel's counters then start at the same address, the counters region's start, in
+memory nothing but counters has touched. The buffer is zeroed when it is made and every
+split-K kernel leaves its counters at zero (the CTA that sums a tile resets its counter).
+Kernels queued on one stream run one after another, so they may share its buffer; another
+stream gets its own. A buffer only grows (and its listeners hear of it: prepared launches
+hold its address), and is kept for the process.
 """
 from __future__ import annotations
 
-_buffers: dict = {}   # stream handle -> cupy array (uint8)
-_listeners: list = []  # called when a buffer moves (prepared launches hold its address)
+_buffers: dict = {}   # stream handle -> (cupy array, planes region bytes, counters region bytes)
+_listeners: list = []  # called when a buffer moves
 
 
 def on_move(callback) -> None:
@@ -17,18 +28,22 @@ def on_move(callback) -> None:
         _listeners.append(callback)
 
 
-def workspace_for(stream_handle: int, nbytes: int) -> int:
-    """The device address of at least `nbytes` of this stream's workspace."""
+def workspace_for(stream_handle: int, planes: int, counters: int) -> int:
+    """The workspace address for a kernel whose partial planes take `planes` bytes (a
+    multiple of 256) and whose tile counters take `counters` bytes right after them."""
     import cupy
-    buf = _buffers.get(stream_handle)
-    if buf is None or buf.nbytes < nbytes:
+    held = _buffers.get(stream_handle)
+    if held is None or held[1] < planes or held[2] < counters:
+        # grown in steps, so that a sequence of slightly larger shapes does not reallocate each time
+        old_planes, old_counters = (held[1], held[2]) if held else (0, 0)
+        planes_region = max(planes, 2 * old_planes, 1 << 20)
+        counters_region = max(-(-counters // 256) * 256, 2 * old_counters, 1 << 16)
         with cupy.cuda.ExternalStream(stream_handle):
-            # grown in steps, so that a sequence of slightly larger shapes does not reallocate each time
-            size = max(nbytes, 2 * buf.nbytes if buf is not None else 0, 1 << 20)
-            fresh = cupy.zeros(size, dtype=cupy.uint8)
-        if buf is not None:
+            fresh = cupy.zeros(planes_region + counters_region, dtype=cupy.uint8)
+        if held is not None:
             cupy.cuda.ExternalStream(stream_handle).synchronize()  # the old buffer may still be in use
             for callback in _listeners:
                 callback()
-        _buffers[stream_handle] = buf = fresh
-    return buf.data.ptr
+        _buffers[stream_handle] = held = (fresh, planes_region, counters_region)
+    buf, planes_region, _ = held
+    return buf.data.ptr + planes_region - planes

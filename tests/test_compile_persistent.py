@@ -14,7 +14,7 @@ from gemm.kernels import KernelConfig  # noqa: E402
 
 CASES = [
     KernelConfig(preset("v7")),
-    KernelConfig(preset("v7"), "bfloat16", "mn", "mn"),
+    KernelConfig(preset("v7", cluster_m=2), "bfloat16", "mn", "mn"),
     KernelConfig(preset("v7", cluster_m=1, cluster_n=2, producer_registers=48), "float16", "k", "mn"),
     KernelConfig(preset("v7", cluster_m=1, epilogue="direct")),
     KernelConfig(preset("v7", block_n=192, stages=4, wgmma_in_flight=1)),
@@ -67,7 +67,7 @@ def test_feature_instructions(compiled):
 
 
 def test_staged_c_tile_fits_beside_the_ring():
-    v7 = KernelConfig(preset("v7"))
+    v7 = KernelConfig(preset("v7", cluster_m=2))
     assert v7.c_offset == v7.b_offset + 3 * v7.b_layout.tile_bytes           # past the ring
     assert v7.barrier_offset == v7.c_offset + 128 * 256 * 2
     v6 = KernelConfig(preset("v6"))

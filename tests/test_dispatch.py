@@ -42,11 +42,11 @@ def _table(monkeypatch, tmp_path, rules):
 
 def test_order_autotune_then_table_then_model(monkeypatch, tmp_path):
     rule = {"m_bucket": 12.0, "n_bucket": 12.0, "k_bucket": 12.0, "batch_bucket": 0.0, "dtype": "float16",
-            "schedule": "v7:cluster_m=1", "measured": "sq4096"}
+            "schedule": "v7:cluster_m=2", "measured": "sq4096"}
     _table(monkeypatch, tmp_path, [rule])
     try:
         assert choose(4096, 4096, 4096).source == "table"
-        assert choose(4096, 4096, 4096).schedule == from_spec("v7:cluster_m=1")
+        assert choose(4096, 4096, 4096).schedule == from_spec("v7:cluster_m=2")
         tuned = choose(4096, 4096, 4096, tuned={"schedule": "v7", "timed_ms": {"v7": 0.2}})
         assert tuned.source == "autotune" and tuned.schedule.name == "v7"
         assert choose(4096, 4096, 4096, dtype="bfloat16").source in ("model", "default")   # no bf16 rule
@@ -76,12 +76,12 @@ def test_a_shape_no_table_covers_goes_to_the_model(monkeypatch, tmp_path):
 def test_make_table_keeps_the_fastest_correct_candidate(tmp_path, monkeypatch):
     from experiments import make_table
     rows = []
-    for spec, ms, ok in (("v7", 1.0, "True"), ("v7:cluster_m=1", 0.9, "True"), ("v2:block_n=192", 0.5, "False"),
-                         ("v7:block_n=128,stages=4", 1.2, "True")):
+    for spec, tf, ok in (("v7", 600, "True"), ("v7:cluster_m=2", 650, "True"), ("v2:block_n=192", 900, "False"),
+                         ("v7:block_n=128,stages=4,cluster_m=2", 500, "True")):
         rows.append({"name": "sq4096", "m": "4096", "n": "4096", "k": "4096", "batch": "1", "dtype": "float16",
-                     "schedule": spec, "correct": ok, "ours_ms": str(ms)})
+                     "schedule": spec, "correct": ok, "ours_tflops": str(tf)})
     best = make_table.best_per_bucket(rows)
-    assert best[table.shape_key(4096, 4096, 4096, 1, "float16")][0] == "v7:cluster_m=1"
+    assert best[table.shape_key(4096, 4096, 4096, 1, "float16")][0] == "v7:cluster_m=2"
 
 
 def _key(**changes):
@@ -105,8 +105,8 @@ def test_corrupt_entry_is_ignored_with_a_warning(monkeypatch, tmp_path):
     path.write_text("{ not json")
     with pytest.warns(RuntimeWarning, match="unreadable"):
         assert lookup(_key()) is None
-    store(_key(), {"schedule": "v7:cluster_m=1"})         # and rebuilt
-    assert lookup(_key())["schedule"] == "v7:cluster_m=1"
+    store(_key(), {"schedule": "v7:cluster_m=2"})         # and rebuilt
+    assert lookup(_key())["schedule"] == "v7:cluster_m=2"
 
 
 def test_stale_entry_is_ignored_with_a_warning(monkeypatch, tmp_path):

@@ -11,16 +11,16 @@ from gemm.schedule import preset  # noqa: E402
 
 SCHEDULES = {
     "v7": preset("v7"),
-    "v7-cluster-n": preset("v7", cluster_m=1, cluster_n=2, producer_registers=48),
-    "v7-no-cluster": preset("v7", cluster_m=1),
-    "v7-direct": preset("v7", epilogue="direct"),
+    "v7-cluster-m": preset("v7", cluster_m=2),
+    "v7-cluster-n": preset("v7", cluster_n=2, producer_registers=48),
+    "v7-cluster-direct": preset("v7", cluster_m=2, epilogue="direct"),
     "v7-192-s4-inflight": preset("v7", block_n=192, stages=4, wgmma_in_flight=1),
-    "v7-256x128": preset("v7", block_m=256, block_n=128, cluster_m=1, cluster_n=2),
-    "v7-160-one-tile-per-cta": preset("v7", block_n=160, persistent=False, cluster_m=1,
-                                      producer_registers=0, consumer_registers=0),
+    "v7-256x128": preset("v7", block_m=256, block_n=128, cluster_n=2),
+    "v7-160-one-tile-per-cta": preset("v7", block_n=160, persistent=False, producer_registers=0,
+                                      consumer_registers=0),
     "v6": preset("v6"),
-    "v7-128-splitk3": preset("v7", block_n=128, stages=4, cluster_m=1, split_k=3),
-    "v7-64x128-splitk4": preset("v7", block_m=64, block_n=128, consumer_warpgroups=1, stages=6, cluster_m=1,
+    "v7-128-splitk3": preset("v7", block_n=128, stages=4, split_k=3),
+    "v7-64x128-splitk4": preset("v7", block_m=64, block_n=128, consumer_warpgroups=1, stages=6,
                                 producer_registers=0, consumer_registers=0, split_k=4),
 }
 # edge tiles in M, N and K (rows stay 16-byte aligned, so TMA reads the operands in place),
@@ -32,7 +32,7 @@ UNALIGNED = [(333, 517, 259), (4095, 4097, 4099)]
 MAJORS = [("row", "row"), ("row", "col"), ("col", "row"), ("col", "col")]
 # every majorness where an operand is multicast (its part boxes differ by majorness); the
 # seed's layout (B stored [N, K]) elsewhere
-ALL_MAJORS = ("v7", "v7-cluster-n")
+ALL_MAJORS = ("v7-cluster-m", "v7-cluster-n")
 
 
 def _dtypes(name):
@@ -76,7 +76,7 @@ def test_unaligned_rows_fall_back(shape, dtype):
     m, n, k = shape
     a, b = random_operands(m, n, k, dtype, seed=m)
     c = poisoned(m, n, dtype)
-    gemm.matmul(a, b.t().contiguous().t(), schedule=SCHEDULES["v7"], out=c)
+    gemm.matmul(a, b.t().contiguous().t(), schedule=SCHEDULES["v7-cluster-m"], out=c)
     assert relative_error(c, a, b) < TOLERANCE[dtype]
 
 

@@ -11,9 +11,9 @@ from experiments.reference import TOLERANCE  # noqa: E402
 from gemm.schedule import from_spec  # noqa: E402
 
 SCHEDULES = {
-    "v7-no-cluster": from_spec("v7:cluster_m=1"),
+    "v7": from_spec("v7"),
     "64x128-splitk4": from_spec("v7:block_m=64,block_n=128,consumer_warpgroups=1,producer_registers=0,"
-                                "consumer_registers=0,cluster_m=1,stages=8,split_k=4"),
+                                "consumer_registers=0,stages=8,split_k=4"),
 }
 
 

@@ -105,7 +105,7 @@ def test_multicast_lowers_the_l2_to_sm_bytes(g):
 def test_cluster_barriers_cost_the_remote_arrival(g):
     """In a cluster a stage is free only once the partner's consumers have released it too (a
     remote arrive, cluster_arrive_clk later): a latency-bound ring slows as that grows."""
-    s = preset("v7", stages=2, block_n=128)
+    s = preset("v7", stages=2, block_n=128, cluster_m=2)
     fast = sim.predict(s, 4096, 4096, 1024, gpu=dataclasses.replace(g, cluster_arrive_clk=0))
     slow = sim.predict(s, 4096, 4096, 1024, gpu=dataclasses.replace(g, cluster_arrive_clk=2000))
     assert slow.ms > 1.1 * fast.ms
@@ -269,15 +269,15 @@ def test_cli_accepts_every_new_field():
     assert d["shape"]["batch"] == 2 and d["launch"]["k_slices"] == 2 and d["timed_ms"] > d["ms"]
     swap = _run("--json", "--version", "v3", "--swap-ab", "1", "--block", "128x16x64", "--m", "16", "--n", "4096")
     assert swap.returncode == 0 and json.loads(swap.stdout)["launch"]["gemm_mn"] == [4096, 16]
-    text = _run("--version", "v7", "--m", "1024", "--n", "1024", "--k", "1024")
+    text = _run("--version", "v7", "--cluster-m", "2", "--m", "1024", "--n", "1024", "--k", "1024")
     assert "one call" in text.stdout and "persistent" in text.stdout and "cluster 2x1" in text.stdout
 
 
 @pytest.mark.parametrize("args,limit", [
     (("--version", "v7", "--cluster-m", "3"), "power of two"),
     (("--version", "v7", "--cluster-m", "4", "--cluster-n", "4"), "portable maximum"),
-    (("--version", "v7", "--persistent", "0"), "persistent specialized kernel"),
-    (("--version", "v3", "--cluster-m", "2"), "persistent specialized kernel"),
+    (("--version", "v2", "--cluster-m", "2"), "a feature of the specialized"),
+    (("--version", "v1", "--cluster-m", "2"), "a feature of the specialized"),
     (("--version", "v7", "--producer-registers", "30"), "multiple of 8"),
     (("--version", "v7", "--consumer-registers", "0"), "both producer_registers and consumer_registers"),
     (("--version", "v3", "--producer-registers", "40", "--consumer-registers", "232"), "whole warpgroups"),
