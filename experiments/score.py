@@ -61,6 +61,8 @@ def score(predicted: Path, measured: Path) -> dict:
         pred[(r["name"], _key(r["schedule"]))] = r
     joined, missing = [], []
     for r in _rows(measured):
+        if not r.get("ours_tflops"):     # refused, or wrong: nothing measured to score
+            continue
         p = pred.get((r["name"], _key(r["schedule"])))
         (joined if p else missing).append((r, p))
     out = {"rows": len(joined), "missing": [(r["name"], r["schedule"]) for r, _ in missing], "timings": {}}

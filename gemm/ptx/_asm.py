@@ -2,7 +2,7 @@
 
 Every primitive in gemm/ptx is a `numba.cuda.extending.intrinsic` whose codegen
 calls `emit()`. Inline asm (rather than a linked PTX module) keeps WGMMA's
-accumulators in registers: DESIGN.md, "Why inline PTX".
+accumulators in registers: docs/design.md, "Why inline PTX rather than a separately linked PTX module".
 """
 from llvmlite import ir
 
