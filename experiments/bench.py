@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime
 import json
 import math
 import sys
@@ -29,10 +28,11 @@ from pathlib import Path
 
 from gemm.schedule import PRESETS, from_spec
 
+from .paths import read_rows, results_dir
 from .timing import time_blocks, tflops
 
 SUITE = Path(__file__).with_name("shapes.json")
-RESULTS = Path(__file__).parent / "results" / "h200-sxm"
+RESULTS = results_dir()
 SHAPE_COLUMNS = ["suite", "name", "m", "n", "k", "batch", "dtype", "schedule", "ours_tflops", "torch_tflops",
                  "cupy_tflops", "ratio", "correct", "rel_err", "ours_ms", "torch_ms", "cupy_ms", "gb_per_s",
                  "gpu", "date"]
@@ -157,11 +157,6 @@ def _write(path: Path, columns, rows, meta, command, protocol=PROTOCOL):
         w = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
-
-
-def read_rows(path: Path) -> list[dict]:
-    with open(path) as f:
-        return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
 def ladder_rows() -> list[dict]:

@@ -16,7 +16,9 @@ import sys
 import time
 from pathlib import Path
 
-RESULTS = Path(__file__).parent / "results" / "h200-sxm"
+from .paths import results_dir
+
+RESULTS = results_dir()
 SIZES = (64, 256, 1024)
 
 

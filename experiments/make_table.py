@@ -21,9 +21,9 @@ from pathlib import Path
 from gemm.dispatch.candidates import SPECS
 from gemm.dispatch.table import TABLES, shape_key
 
-from .bench import read_rows
+from .paths import read_rows, results_dir
 
-RESULTS = Path(__file__).parent / "results" / "h200-sxm"
+RESULTS = results_dir()
 
 
 def best_per_bucket(rows) -> dict:
