@@ -3,11 +3,14 @@
   python -m experiments.make_table                       # experiments/results/h200-sxm/sweep*.csv
   python -m experiments.make_table --sweep FILE.csv ...  # other sweeps
 
-For every shape the sweep measured, the fastest correct candidate (by median time, i.e.
-highest TFLOPS at the shape; the same inputs and the same process for all) becomes the rule for the shape's half-octave bucket of
-M, N and K (gemm.dispatch.table.bucket). Where several measured shapes share a bucket, the
-candidate with the best geometric-mean time ratio over them wins. Only fp32-accumulating
-candidates the dispatcher may choose (gemm.dispatch.candidates.SPECS) are kept.
+For every shape the sweeps measured, the fastest correct candidate becomes the rule for the
+shape's half-octave bucket of M, N and K (gemm.dispatch.table.bucket). Candidates are compared by
+their ratio to the faster cuBLAS timed in the same run, which carries over between runs whose
+clocks differ (time alone does not); where two sweeps measured one candidate at one shape, the
+newer one (by its rows' date) counts, so a sweep after a kernel change replaces what came before.
+Where several measured shapes share a bucket, the candidate with the best geometric-mean time
+ratio over them wins. Only fp32-accumulating candidates the dispatcher may choose
+(gemm.dispatch.candidates.SPECS) are kept.
 """
 from __future__ import annotations
 
@@ -26,13 +29,21 @@ from .paths import read_rows, results_dir
 RESULTS = results_dir()
 
 
-def best_per_bucket(rows) -> dict:
-    """{shape_key: (spec, [measured shape names], geomean slowdown of the runner-up)}."""
+def candidate_ratios(rows) -> dict:
+    """{(name, m, n, k, batch, dtype): {spec: ratio to the faster cuBLAS}} of the correct rows of
+    dispatcher candidates, the newest measurement of each candidate at each shape."""
     by_shape = defaultdict(dict)
-    for r in rows:
-        if r["schedule"] in SPECS and r.get("correct") == "True" and r.get("ours_tflops"):
+    for r in sorted(rows, key=lambda r: r.get("date") or ""):   # newer measurements replace older
+        if r["schedule"] in SPECS and r.get("correct") == "True" and r.get("ratio"):
             shape = (r["name"], int(r["m"]), int(r["n"]), int(r["k"]), int(r.get("batch") or 1), r["dtype"])
-            by_shape[shape][r["schedule"]] = 1.0 / float(r["ours_tflops"])   # time, up to a constant
+            by_shape[shape][r["schedule"]] = float(r["ratio"])
+    return by_shape
+
+
+def best_per_bucket(rows) -> dict:
+    """{shape_key: (spec, [measured shape names])}."""
+    by_shape = {shape: {spec: 1.0 / ratio for spec, ratio in ratios.items()}   # time over cuBLAS's
+                for shape, ratios in candidate_ratios(rows).items()}
     buckets = defaultdict(list)
     for shape, times in by_shape.items():
         name, m, n, k, batch, dtype = shape

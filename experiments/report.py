@@ -15,6 +15,7 @@ best TFLOPS beside cuBLAS and the model). No GPU needed.
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -110,6 +111,12 @@ def readme_block(folder: Path, gpu: str) -> list[str]:
         out += ["", model_summary(folder)]
     if shapes:
         out += ["", shapes_summary(shapes)]
+    host = _rows(folder, "host.csv")
+    if host:
+        out += ["", host_summary(host)]
+    picks = _rows(folder, "picks.csv")
+    if picks:
+        out += ["", picks_summary(picks)]
     out += ["", f"![{'the shape suite' if shapes else 'each version'}: ours against the baseline]({rel}/{FIGURE})"]
     return out
 
@@ -123,8 +130,29 @@ def shapes_summary(shapes: list[dict]) -> str:
         wrong = sum(r["correct"] != "True" for r in rows)
         parts.append(f"{suite}: {len(rows)} shape{'s' if len(rows) != 1 else ''}, median ratio {statistics.median(x for x, _ in ratios):.2f}, "
                      f"lowest {ratios[0][0]:.2f} ({ratios[0][1]})" + (f", {wrong} not correct" if wrong else ""))
+    ratios = [float(r["ratio"]) for r in shapes if r.get("ratio")]
+    geomean = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else float("nan")
     return ("**The shape suite** (`python -m experiments.bench`, shapes.csv; ratio = ours over the faster of torch "
-            "and cupy): " + "; ".join(parts) + ".")
+            f"and cupy): geomean {geomean:.3f} over {len(ratios)} shapes; " + "; ".join(parts) + ".")
+
+
+def host_summary(host: list[dict]) -> str:
+    """One sentence: the per-call host time of a warm call, ours against cupy's and torch's."""
+    sizes = "; ".join(f"{r['size']}^3 {float(r['ours_us']):.1f} us (cupy {float(r['cupy_us']):.1f}, "
+                      f"torch {float(r['torch_us']):.1f})" for r in host)
+    return (f"**Host time of a warm call** (`python -m experiments.host`, host.csv; per call over 1,000 calls "
+            f"back to back, the GPU synchronised once): {sizes}.")
+
+
+def picks_summary(picks: list[dict]) -> str:
+    """One sentence: how the dispatcher's picks compare with the best candidate of the sweeps."""
+    scored = [float(r["pick_over_best"]) for r in picks if r.get("pick_over_best")]
+    if not scored:
+        return ""
+    worst = min((float(r["pick_over_best"]), r["name"]) for r in picks if r.get("pick_over_best"))
+    return (f"**The dispatcher's picks** (`python -m experiments.picks`, picks.csv): on "
+            f"{sum(x >= 0.97 for x in scored)} of {len(scored)} suite shapes within 3% of the best candidate "
+            f"the sweeps measured there (ratios to cuBLAS from different runs); lowest {worst[0]:.2f} ({worst[1]}).")
 
 
 def _preset(v: str) -> str:

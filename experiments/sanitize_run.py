@@ -1,9 +1,14 @@
 """A small workload of every kernel family for compute-sanitizer (memcheck, racecheck, synccheck):
 
-  compute-sanitizer --tool racecheck python3 -m experiments.sanitize_run
+  compute-sanitizer --tool racecheck python3 -m experiments.sanitize_run [SUBSTRING ...]
+
+With substrings, only the cases whose schedule contains one of them run (a sanitizer is
+slow: a run can be split into several).
 
 Edge tiles in M, N and K, every family, a ring deeper and shallower than K; the
 producer-warpgroup kernels (V6, V7) with clusters, split-K, a batch and an odd count of tiles."""
+import sys
+
 import torch
 
 import gemm
@@ -18,7 +23,9 @@ WARPGROUP_CASES = [("v6", (300, 264, 200), 1), ("v7", (384, 264, 520), 1), ("v7:
                    ("v7", (200, 136, 96), 2), ("v7:cluster_n=2,producer_registers=48", (136, 520, 200), 1),
                    ("v7:block_n=128,stages=4,split_k=4", (200, 264, 1000), 1),
                    ("v7:block_m=64,block_n=128,consumer_warpgroups=1,producer_registers=0,"
-                    "consumer_registers=0,stages=8,split_k=4", (64, 264, 2000), 2)]
+                    "consumer_registers=0,stages=8,split_k=4", (64, 264, 2000), 2),
+                   ("v7:block_n=16,stages=10,split_k=4,swap_ab=true,epilogue=direct,producer_registers=0,"
+                    "consumer_registers=0", (13, 264, 1000), 1)]
 
 
 def check(label, c, a, b):
@@ -27,7 +34,16 @@ def check(label, c, a, b):
     print(f"{label}: rel err {err:.2e}", "ok" if err < TOLERANCE["float16"] else "WRONG", flush=True)
 
 
+WANTED = sys.argv[1:]
+
+
+def wanted(name: str) -> bool:
+    return not WANTED or any(w in name for w in WANTED)
+
+
 for version, stages, (m, n, k) in CASES:
+    if not wanted(f"{version} stages={stages}"):
+        continue
     a, b = random_operands(m, n, k, "float16", seed=m + n + k)
     b = b.t().contiguous().t() if version == "v1" else b
     c = poisoned(m, n, "float16")
@@ -35,6 +51,8 @@ for version, stages, (m, n, k) in CASES:
     check(f"{version} stages={stages} {m}x{n}x{k}", c, a, b)
 
 for spec, (m, n, k), batch in WARPGROUP_CASES:
+    if not wanted(spec):
+        continue
     pairs = [random_operands(m, n, k, "float16", seed=m + n + k + i) for i in range(batch)]
     a, b = torch.stack([p[0] for p in pairs]), torch.stack([p[1] for p in pairs])
     c = torch.full((batch, m, n), float("nan"), dtype=torch.float16, device="cuda")

@@ -149,7 +149,7 @@ def matmul(a, b, stages=None, *, version=None, schedule=None, out=None):
     and why). Or name one:
     stages   ring depth of the V2 kernel (stages=2 is the tutorial's V2)
     version  a preset: "v1" (serial), "v2" (ring), "v3".."v5" (warp-specialized), "v6" (the
-             tutorial series' 256x256 fp16-accumulating kernel), "v7" (persistent, clustered);
+             tutorial series' 256x256 fp16-accumulating kernel), "v7" (persistent, 128x256);
              stages= then overrides its depth
     schedule a full gemm.Schedule
     out      an array of the product's shape, a's dtype and kind, rows contiguous (and, for a
@@ -198,9 +198,9 @@ def _signature(a, b, out, stages, version, schedule):
     """What decides everything about a call but the output's address, or None (host arrays)."""
     module = type(a).__module__
     if module == "torch":
-        if type(b).__module__ != "torch" or not a.is_cuda:
+        if type(b).__module__ != "torch":
             return None
-        device = a.get_device()
+        device = a.get_device()   # -1 on the CPU: such a call never ran, so it never matches
         o = (out.data_ptr(), out.shape, out.stride(), out.dtype) if out is not None else None
         return ("torch", a.data_ptr(), a.shape, a.stride(), a.dtype, device, b.data_ptr(), b.shape, b.stride(),
                 b.dtype, o, _torch_stream(device), stages, version, id(schedule))
@@ -213,18 +213,31 @@ def _signature(a, b, out, stages, version, schedule):
 
 
 class _Repeat:
-    """A call's prepared launch, run again: a fresh output (or the same out=) and one launch."""
+    """A call's prepared launch, run again: a fresh output (or the same out=) and one launch.
+    A TMA-store kernel needs the output's tensor map: the allocator hands out a few addresses
+    over and over, so the maps are kept by address."""
+
+    C_MAPS_MAX = 64
 
     def __init__(self, launch, schedule, allocate, c_map):
         self.launch, self.schedule = launch, schedule   # (the schedule kept alive: id() keys it)
         self.allocate, self.c_map = allocate, c_map
+        self.c_maps: dict = {}
 
     def __call__(self, out):
         if out is not None:
             self.launch()
             return out
         result, address = self.allocate()
-        self.launch(address, self.c_map(address) if self.c_map else None)
+        if self.c_map is None:
+            self.launch(address)
+            return result
+        c_map = self.c_maps.get(address)
+        if c_map is None:
+            if len(self.c_maps) >= self.C_MAPS_MAX:
+                self.c_maps.clear()
+            c_map = self.c_maps[address] = self.c_map(address)
+        self.launch(address, c_map)
         return result
 
 
@@ -463,9 +476,19 @@ def _run(sched, call: _Call, dev, launch_gemm, tma_storable):
                              "kernels (v6, v7 and their variations)")
     if sched.epilogue == "tma" and not tma_storable(c_addr, ldc):
         sched = _direct_epilogue(sched)   # TMA cannot address C's rows: store from registers
-    loaded = _kernel(sched, A.dtype, a_major, b_major)
-    launch = launch_gemm(loaded, a_addr, lda, b_addr, ldb, c_addr, ldc, m, n, k,
-                         _stream_handle(A.kind, dev.device_id), batch=batch, a_step=a_step, b_step=b_step)
+    stream = _stream_handle(A.kind, dev.device_id)
+    if sched.swap_ab:
+        # C^T = B^T A^T: B^T [N, K] is the kernel's A and A^T [K, M] its B, each K-contiguous
+        # exactly where the operand it is a view of was; the kernel writes C^T into C transposed
+        if batch > 1:
+            raise KernelGapError(f"schedule {sched.name!r}: swap_ab runs one product at a time (2-D, or a "
+                                 "batch of A against one B, which folds into rows)")
+        loaded = _kernel(sched, A.dtype, b_major, a_major)
+        launch = launch_gemm(loaded, b_addr, ldb, a_addr, lda, c_addr, ldc, n, m, k, stream)
+    else:
+        loaded = _kernel(sched, A.dtype, a_major, b_major)
+        launch = launch_gemm(loaded, a_addr, lda, b_addr, ldb, c_addr, ldc, m, n, k, stream,
+                             batch=batch, a_step=a_step, b_step=b_step)
     repeat = None
     if not copies and A.kind != "numpy":   # operands read in place: the launch can be replayed
         from .workspace import on_move
@@ -480,11 +503,12 @@ def _run(sched, call: _Call, dev, launch_gemm, tma_storable):
 def _allocator(A: _Matrix, shape):
     """A function making the result array: (array, device address)."""
     if A.kind == "torch":
-        import torch
-        dtype, device = A.array.dtype, A.array.device
+        # new_empty on a tensor of no elements of the operand's dtype and device: a third of
+        # torch.empty's cost with dtype= and device= to parse (and no reference to the operand)
+        template = A.array.new_empty(0)
 
         def allocate():
-            r = torch.empty(shape, dtype=dtype, device=device)
+            r = template.new_empty(shape)
             return r, r.data_ptr()
         return allocate
     import cupy

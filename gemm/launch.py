@@ -109,38 +109,48 @@ _ARG_TYPES = ((ctypes.c_int64,) * 5 + (ctypes.c_int32,) * 3 + (ctypes.c_uint32, 
               + (ctypes.c_int32, ctypes.c_uint32))
 
 
-@lru_cache(maxsize=64)
-def _stream(handle: int):
+@lru_cache(maxsize=1)
+def _cu_launch_kernel():
+    """libcuda's cuLaunchKernel called through ctypes with its arguments converted once: about a
+    microsecond of Python a call, where cuda.bindings' wrapper converts all eleven (5-7 us on the
+    H200's host). The same libcuda the driver bindings use (one copy per process)."""
+    fn = ctypes.CDLL("libcuda.so.1").cuLaunchKernel
+    fn.restype = ctypes.c_int
+    fn.argtypes = ([ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3)
+    return fn
+
+
+def _launch_error(err: int) -> str:
     from cuda.bindings import driver
-    return driver.CUstream(handle)
+    return driver.cuGetErrorName(driver.CUresult(err))[1].decode()
 
 
 class Launch:
     """One kernel launch with its arguments packed once: a ctypes value per argument and the
-    array of pointers to them that cuLaunchKernel reads. Launching it again with another C
-    (a freshly allocated output) changes two values; nothing else is rebuilt. A kernel built
-    for clusters carries its cluster shape, so this plain launch forms them."""
+    array of pointers to them that cuLaunchKernel reads, and cuLaunchKernel's own arguments,
+    converted once. Launching it again with another C (a freshly allocated output) changes two
+    values; nothing else is rebuilt. A kernel built for clusters carries its cluster shape, so
+    this plain launch forms them."""
 
     C, C_MAP = 3, 2   # argument positions of C and its tensor map
 
     def __init__(self, loaded: LoadedKernel, grid, stream_handle: int, args: tuple):
-        self.function, self.grid = loaded.function, grid
-        self.threads, self.shared_bytes = loaded.threads, loaded.shared_bytes
-        self.stream = _stream(stream_handle)
+        self.grid = grid
         self.values = [kind(value) for kind, value in zip(_ARG_TYPES, args)]
         self.pointers = (ctypes.c_void_p * len(args))(*(ctypes.addressof(v) for v in self.values))
-        self.address = ctypes.addressof(self.pointers)
+        u = ctypes.c_uint
+        self.driver_args = (ctypes.c_void_p(int(loaded.function)), u(grid[0]), u(grid[1]), u(grid[2]),
+                            u(loaded.threads), u(1), u(1), u(loaded.shared_bytes), ctypes.c_void_p(stream_handle),
+                            ctypes.c_void_p(ctypes.addressof(self.pointers)), None)
 
     def __call__(self, c: int | None = None, c_map: int | None = None) -> None:
-        from cuda.bindings import driver
         if c is not None:
             self.values[self.C].value = c
         if c_map is not None:
             self.values[self.C_MAP].value = c_map
-        err, = driver.cuLaunchKernel(self.function, self.grid[0], self.grid[1], self.grid[2], self.threads, 1, 1,
-                                     self.shared_bytes, self.stream, self.address, 0)
-        if err != driver.CUresult.CUDA_SUCCESS:
-            raise RuntimeError(f"kernel launch failed: {driver.cuGetErrorName(err)[1]}")
+        err = _cu_launch_kernel()(*self.driver_args)
+        if err:
+            raise RuntimeError(f"kernel launch failed: {_launch_error(err)}")
 
 
 def launch(loaded: LoadedKernel, grid, stream_handle: int, tmap_a: int, tmap_b: int, tmap_c: int,

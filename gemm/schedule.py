@@ -369,7 +369,8 @@ PRESETS: dict[str, Schedule] = {
                   accumulate="float16", producer_registers=40, consumer_registers=232),
     # the fastest fp32-accumulating kernel measured: persistent, setmaxnreg, 128x256 over two
     # warpgroups, TMA-store epilogue. (Its cluster of two sharing B by multicast, cluster_m=2,
-    # measured 0.51 of cuBLAS at 8192^3 where this does 0.97: docs/research.)
+    # measures within 2% of it on the large shapes and wins at 2048^3: the dispatcher's table
+    # chooses per shape.)
     "v7": _preset(name="v7", family="specialized", block_m=128, block_n=256, stages=3,
                   syncs_per_iter=0, runtime_stage_index=False, producer_warps=4,
                   consumer_warpgroups=2, wgmma_in_flight=0, raster="grouped", epilogue="tma",

@@ -23,6 +23,8 @@ CASES = [
     KernelConfig(preset("v6", epilogue="direct")),
     KernelConfig(preset("v7", block_n=160, persistent=False, cluster_m=1, producer_registers=0,
                         consumer_registers=0)),
+    KernelConfig(preset("v7", block_n=16, stages=10, split_k=4, swap_ab=True, epilogue="direct",
+                        producer_registers=0, consumer_registers=0), "bfloat16", "k", "mn"),
 ]
 
 
@@ -57,6 +59,9 @@ def test_feature_instructions(compiled):
     assert ("multicast::cluster" in ptx) == (s.cluster_size == 2)
     assert ("mapa.shared::cluster" in ptx) == (s.cluster_size == 2)
     assert ("barrier.cluster.arrive" in ptx) == (s.cluster_size == 2)
+    # a stage is released on the partner's barrier with the default (CTA-scope release)
+    # semantics: `.release.cluster` costs a GPU-wide MEMBAR before every arrival, in the K loop
+    assert "mbarrier.arrive.release.cluster" not in ptx
     tma_store = s.epilogue == "tma"
     assert ("stmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx) == tma_store
     assert ("cp.async.bulk.tensor.2d.global.shared::cta" in ptx) == tma_store
@@ -102,3 +107,15 @@ def test_impossible_schedules_name_the_limit(changes, limit):
 def test_fp16_accumulation_takes_fp16_inputs():
     with pytest.raises(KernelGapError, match="fp16 inputs"):
         KernelConfig(preset("v6"), "bfloat16")
+
+
+def test_swap_ab_stores_each_element_of_c_transposed():
+    """Swap-AB's fragment is a tile of C^T: a column pair of it lies in two rows of C, so each
+    element is converted and stored on its own (no packed pair), and nothing else changes."""
+    s = preset("v7", block_n=16, stages=10, swap_ab=True, epilogue="direct", producer_registers=0,
+               consumer_registers=0)
+    swapped = compile_kernel(KernelConfig(s), use_disk_cache=False)
+    plain = compile_kernel(KernelConfig(s.replace(swap_ab=False)), use_disk_cache=False)
+    assert "cvt.rn.f16.f32" in swapped.ptx and "cvt.rn.f16x2.f32" not in swapped.ptx
+    assert "cvt.rn.f16x2.f32" in plain.ptx
+    assert "m64n16k16.f32" in swapped.ptx

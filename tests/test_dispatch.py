@@ -73,15 +73,29 @@ def test_a_shape_no_table_covers_goes_to_the_model(monkeypatch, tmp_path):
         table.load.cache_clear()
 
 
-def test_make_table_keeps_the_fastest_correct_candidate(tmp_path, monkeypatch):
+def _sweep_row(spec, ratio, ok="True", date="2026-12-01T08:00:00+00:00", name="sq4096"):
+    return {"name": name, "m": "4096", "n": "4096", "k": "4096", "batch": "1", "dtype": "float16",
+            "schedule": spec, "correct": ok, "ratio": str(ratio), "date": date}
+
+
+def test_make_table_keeps_the_fastest_correct_candidate():
     from experiments import make_table
-    rows = []
-    for spec, tf, ok in (("v7", 600, "True"), ("v7:cluster_m=2", 650, "True"), ("v2:block_n=192", 900, "False"),
-                         ("v7:block_n=128,stages=4,cluster_m=2", 500, "True")):
-        rows.append({"name": "sq4096", "m": "4096", "n": "4096", "k": "4096", "batch": "1", "dtype": "float16",
-                     "schedule": spec, "correct": ok, "ours_tflops": str(tf)})
+    rows = [_sweep_row("v7", 0.90), _sweep_row("v7:cluster_m=2", 0.97), _sweep_row("v2:block_n=192", 1.3, ok="False"),
+            _sweep_row("v7:block_n=128,stages=4,cluster_m=2", 0.80)]
     best = make_table.best_per_bucket(rows)
     assert best[table.shape_key(4096, 4096, 4096, 1, "float16")][0] == "v7:cluster_m=2"
+
+
+def test_make_table_takes_the_newer_measurement_of_a_candidate():
+    """A sweep after a kernel change replaces the older figure of the same candidate and shape,
+    whichever file it came from; candidates are compared by their ratio to cuBLAS in their run."""
+    from experiments import make_table
+    later = "2026-12-01T10:00:00+00:00"
+    rows = [_sweep_row("v7", 0.97, date=later), _sweep_row("v7:cluster_m=2", 0.51),
+            _sweep_row("v7:cluster_m=2", 1.02, date=later)]
+    key = table.shape_key(4096, 4096, 4096, 1, "float16")
+    assert make_table.best_per_bucket(rows)[key][0] == "v7:cluster_m=2"
+    assert make_table.best_per_bucket(list(reversed(rows)))[key][0] == "v7:cluster_m=2"
 
 
 def _key(**changes):
@@ -136,3 +150,25 @@ def test_concurrent_writers_leave_one_whole_entry(monkeypatch, tmp_path):
         entry = lookup(_key())
     assert entry["schedule"] == "v7" and entry["j"] == 29 and len(entry["padding"]) == 4000
     assert [p.name for p in (tmp_path / "autotune").iterdir() if p.name.startswith(".tmp")] == []
+
+
+def test_picks_set_the_dispatchers_choice_beside_the_best_swept_candidate():
+    from experiments.picks import picks
+    sweeps = [_sweep_row("v7", 0.99), _sweep_row("v7:cluster_m=2", 1.02), _sweep_row("v2:block_n=192", 1.5, ok="False")]
+    shapes = [dict(_sweep_row("v7", 1.00), suite="square"), dict(_sweep_row("v7", 0.9, name="other"), suite="square")]
+    got = {r["name"]: r for r in picks(shapes, sweeps)}
+    assert got["sq4096"]["best_swept"] == "v7:cluster_m=2"          # the wrong fast one never counts
+    assert got["sq4096"]["pick_over_best"] == f"{1.00 / 1.02:.3f}" and got["sq4096"]["within_3pct"]
+    assert got["sq4096"]["picked_swept_ratio"] == "0.990"
+    assert got["other"]["candidates_swept"] == 0 and "pick_over_best" not in got["other"]
+
+
+def test_swap_ab_candidates_only_where_one_narrow_tile_holds_m():
+    from gemm.dispatch import candidates
+    def swapped(*shape):
+        return {s.block_n for s in candidates(*shape) if s.swap_ab}
+    assert swapped(1, 4096, 11008) == {16, 64} and swapped(16, 22016, 4096) == {16, 64}
+    assert swapped(64, 4096, 11008) == {64}
+    assert swapped(128, 4096, 11008) == set() and swapped(4096, 4096, 4096) == set()
+    assert swapped(16, 4096, 11008, 4) == set()            # a batch: one product at a time
+    assert all(s.epilogue == "direct" for s in candidates(1, 4096, 11008) if s.swap_ab)

@@ -22,6 +22,11 @@ SCHEDULES = {
     "v7-128-splitk3": preset("v7", block_n=128, stages=4, split_k=3),
     "v7-64x128-splitk4": preset("v7", block_m=64, block_n=128, consumer_warpgroups=1, stages=6,
                                 producer_registers=0, consumer_registers=0, split_k=4),
+    # swap-AB: the kernel computes C^T = B^T A^T and writes it into C transposed
+    "v7-swap-ab": preset("v7", block_n=16, stages=10, swap_ab=True, epilogue="direct",
+                         producer_registers=0, consumer_registers=0),
+    "v7-swap-ab-splitk4": preset("v7", block_n=64, stages=8, split_k=4, swap_ab=True, epilogue="direct",
+                                 producer_registers=0, consumer_registers=0),
 }
 # edge tiles in M, N and K (rows stay 16-byte aligned, so TMA reads the operands in place),
 # fewer tiles than SMs, one tile, an odd count of M tiles (a cluster partner without a tile)
@@ -32,7 +37,7 @@ UNALIGNED = [(333, 517, 259), (4095, 4097, 4099)]
 MAJORS = [("row", "row"), ("row", "col"), ("col", "row"), ("col", "col")]
 # every majorness where an operand is multicast (its part boxes differ by majorness); the
 # seed's layout (B stored [N, K]) elsewhere
-ALL_MAJORS = ("v7-cluster-m", "v7-cluster-n")
+ALL_MAJORS = ("v7-cluster-m", "v7-cluster-n", "v7-swap-ab", "v7-swap-ab-splitk4")   # swap-AB: the operands trade roles
 
 
 def _dtypes(name):
@@ -109,7 +114,7 @@ def test_exact_on_small_integers(name):
     assert torch.equal(c.double(), a.double() @ b.double())
 
 
-@pytest.mark.parametrize("name", ["v7", "v7-128-splitk3", "v7-64x128-splitk4"])
+@pytest.mark.parametrize("name", ["v7", "v7-128-splitk3", "v7-64x128-splitk4", "v7-swap-ab-splitk4"])
 def test_repeated_calls_are_bitwise_equal(name):
     """The same inputs give the same bits launch after launch: no race between the producer's
     refills, the partner's multicast and the consumers' reads or the staged stores, and
@@ -122,3 +127,20 @@ def test_repeated_calls_are_bitwise_equal(name):
     assert relative_error(first, a, b) < TOLERANCE["float16"]
     for _ in range(5):
         assert torch.equal(gemm.matmul(a, b, schedule=SCHEDULES[name]), first)
+
+
+def test_swap_ab_refuses_a_batch_before_writing():
+    """A swap-AB kernel runs one product: a batch of pairs is refused with the reason, and
+    the output is left as it was. (A batch of A against one B folds into rows and runs.)"""
+    import torch
+
+    import gemm
+    from gemm.schedule import KernelGapError
+    a = torch.randn(3, 16, 64, device="cuda").half()
+    b = torch.randn(3, 64, 80, device="cuda").half()
+    c = poisoned(48, 80, "float16").view(3, 16, 80)
+    with pytest.raises(KernelGapError, match="one product at a time"):
+        gemm.matmul(a, b, schedule=SCHEDULES["v7-swap-ab"], out=c)
+    assert torch.isnan(c).all()
+    folded = gemm.matmul(a, b[0], schedule=SCHEDULES["v7-swap-ab"])
+    assert relative_error(folded.reshape(48, 80), a.reshape(48, 64), b[0]) < TOLERANCE["float16"]

@@ -12,6 +12,10 @@ from functools import lru_cache
 from ..schedule import Schedule, from_spec
 
 ONE_WARPGROUP = "consumer_warpgroups=1,producer_registers=0,consumer_registers=0"
+# swap-AB: C^T = B^T A^T, so a product's few rows (M) become WGMMA's narrow N and its many
+# columns fill 128-row tiles; C leaves transposed from registers. A narrow B' tile leaves room
+# for a deep ring, which a memory-bound product needs to keep bytes in flight.
+SWAP_AB = "swap_ab=true,epilogue=direct,producer_registers=0,consumer_registers=0"
 
 SPECS = (
     "v7",                                                        # 128x256, persistent
@@ -25,6 +29,10 @@ SPECS = (
     f"v7:block_m=64,block_n=128,{ONE_WARPGROUP},stages=8,split_k=4",
     f"v7:block_m=64,block_n=256,{ONE_WARPGROUP},stages=4",
     "v2:block_n=192",                                            # the ring, 128x192
+    f"v7:block_n=16,stages=10,{SWAP_AB}",                        # swap-AB: M <= 16
+    f"v7:block_n=16,stages=10,split_k=4,{SWAP_AB}",
+    f"v7:block_n=64,stages=8,{SWAP_AB}",                         # swap-AB: M <= 64
+    f"v7:block_n=64,stages=8,split_k=4,{SWAP_AB}",
 )
 # The sweep measured these schedules under the names they had while v7 was the clustered
 # kernel (cluster_m=2); the same fields, named as SPECS names them now.
@@ -53,12 +61,15 @@ def all_candidates() -> tuple[Schedule, ...]:
 def candidates(m: int, n: int, k: int, batch: int = 1, dtype: str = "float16") -> list[Schedule]:
     """The candidates worth considering for one shape: split-K only where K holds at least
     4 K tiles per slice (less would spend more on the partials than it wins); for a batch,
-    only the kernels that run batches (the producer-warpgroup ones)."""
+    only the kernels that run batches (the producer-warpgroup ones, not swap-AB); swap-AB
+    only where one tile of its narrow N holds all of M."""
     out = []
     for s in all_candidates():
         if s.split_k > 1 and k < 4 * s.split_k * s.block_k:
             continue
-        if batch > 1 and s.producer_warps != 4:
+        if batch > 1 and (s.producer_warps != 4 or s.swap_ab):
+            continue
+        if s.swap_ab and m > s.block_n:
             continue
         out.append(s)
     return out

@@ -84,8 +84,12 @@ def make_tile_mma(config):
 def make_epilogue(config):
     """`store(acc, c, ldc, m, n, off_m, off_n, pair_ok)`: cast the fp32 fragment to
     C's dtype and write it, skipping elements past M and N. Consumer warpgroup w
-    (threads 128w..128w+127) holds rows w * rows_per_warpgroup on."""
-    store = ptx.store_accumulators(config.m_blocks, config.block_n, config.dtype, config.schedule.accumulate)
+    (threads 128w..128w+127) holds rows w * rows_per_warpgroup on. With swap_ab the
+    kernel's product is C^T (m and n are C's columns and rows): element (row, col) is
+    written to C[col, row], C's rows ldc apart."""
+    SWAP = config.schedule.swap_ab
+    store = ptx.store_accumulators(config.m_blocks, config.block_n, config.dtype, config.schedule.accumulate,
+                                   transposed=SWAP)
     ELEM, ROWS = ELEMENT_BYTES, config.schedule.rows_per_warpgroup
 
     @register_jitable(inline="always")
@@ -94,7 +98,7 @@ def make_epilogue(config):
         lane_row = ((tid % 128) // 32) * 16 + (tid % 32) // 4
         row = off_m + (tid // 128) * ROWS + lane_row
         col = off_n + 2 * (tid % 4)
-        corner = c + (row * ldc + col) * ELEM
+        corner = c + ((col * ldc + row) if SWAP else (row * ldc + col)) * ELEM
         store(acc, corner, ldc, m - row, n - col, pair_ok)
     return epilogue
 

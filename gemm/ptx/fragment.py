@@ -19,6 +19,7 @@ from numba.cuda.typing import signature
 from ._asm import F32, I16, I32, I64, emit
 
 CONVERT = {"float16": "cvt.rn.f16x2.f32", "bfloat16": "cvt.rn.bf16x2.f32"}
+CONVERT_ONE = {"float16": "cvt.rn.f16.f32", "bfloat16": "cvt.rn.bf16.f32"}
 OUT_DTYPES = ("float16", "bfloat16", "float32")
 
 
@@ -60,7 +61,7 @@ def fragment_coords(m_blocks, n):
 
 
 @lru_cache(maxsize=None)
-def store_accumulators(m_blocks, n, out_dtype, accumulate="float32"):
+def store_accumulators(m_blocks, n, out_dtype, accumulate="float32", transposed=False):
     """An intrinsic `f(acc, corner, ld, rows_left, cols_left, pair_ok)` that
     converts the fragment to `out_dtype` and stores it to global memory.
 
@@ -68,11 +69,19 @@ def store_accumulators(m_blocks, n, out_dtype, accumulate="float32"):
     ld: C's row stride in elements; rows_left / cols_left: rows and columns of C
     from that element on (stores at or past them are skipped); pair_ok: nonzero
     when a column pair may be written as one 4-byte (16-bit C) word, i.e. C's
-    address and row stride keep pairs 4-byte aligned."""
+    address and row stride keep pairs 4-byte aligned.
+
+    transposed: the fragment is a tile of C^T (swap-AB computes C^T = B^T A^T), written
+    into C: fragment element (row, col) goes to C[col, row], so `corner` is the byte
+    address of C[2q, g], `ld` is C's row stride, and rows_left / cols_left count rows and
+    columns of C^T. A column pair of C^T lies in two rows of C: every element is stored
+    on its own."""
     if out_dtype not in OUT_DTYPES:
         raise ValueError(f"output dtype must be one of {OUT_DTYPES}, got {out_dtype!r}")
     if accumulate == "float16" and out_dtype != "float16":
         raise ValueError("fp16 accumulators are stored as fp16")
+    if transposed and accumulate != "float32":
+        raise ValueError("a transposed store takes fp32 accumulators")
     total = m_blocks * n // (2 if accumulate == "float32" else 4)
     acc_type = types.UniTuple(ACCUMULATOR_TYPES[accumulate], total)
     elem_bytes = 4 if out_dtype == "float32" else 2
@@ -92,6 +101,19 @@ def store_accumulators(m_blocks, n, out_dtype, accumulate="float32"):
                 row_in = builder.icmp_signed("<", ir.Constant(I32, row), rows_v)
                 first_in = builder.and_(row_in, builder.icmp_signed("<", ir.Constant(I32, col), cols_v))
                 second_in = builder.and_(row_in, builder.icmp_signed("<", ir.Constant(I32, col + 1), cols_v))
+                if transposed:   # C[col, row] and C[col + 1, row]: one row of C apart
+                    addr = builder.add(corner_v, builder.add(builder.mul(row_bytes, ir.Constant(I64, col)),
+                                                             ir.Constant(I64, row * elem_bytes)))
+                    for value, inside, at in ((builder.extract_value(acc_v, index), first_in, addr),
+                                              (builder.extract_value(acc_v, index + 1), second_in,
+                                               builder.add(addr, row_bytes))):
+                        with builder.if_then(inside):
+                            if out_dtype == "float32":
+                                store(builder, at, value, F32)
+                            else:
+                                store(builder, at, emit(builder, f"{CONVERT_ONE[out_dtype]} $0, $1;", "=h,f",
+                                                        (value,), I16), I16)
+                    continue
                 addr = builder.add(corner_v, builder.add(builder.mul(row_bytes, ir.Constant(I64, row)),
                                                          ir.Constant(I64, col * elem_bytes)))
                 if out_dtype == "float32":
