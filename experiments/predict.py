@@ -8,8 +8,7 @@ One row per (shape, candidate): the model's time for one call as a CUDA-event ti
 to back), the time per call when calls run back to back, the GEMM kernel alone, TFLOPS
 (from predicted_ms), the model's rank of the candidate for that shape, what the model says
 binds, and one call at the clock the schedule earns (the fast path: a second hypothesis).
-`candidates(m, n, k, batch)`: the dispatcher's candidates (gemm.dispatch.candidates, named by
-their specs), the presets v1..v7 and variations of v5 (one producer warp) and v7 (persistent,
+`candidates(m, n, k, batch)`: the dispatcher's candidates (gemm.dispatch.candidates), the presets v1..v7 and variations of v5 (one producer warp) and v7 (persistent,
 clustered, setmaxnreg), each named by its preset and the fields that differ from it
 ("v7:block_n=192,split_k=2"). `built` says whether a Numba kernel builds it today
 (gemm.schedule.kernel_gaps).
@@ -76,8 +75,10 @@ def candidates(m: int, n: int, k: int, batch: int = 1) -> list:
         out.setdefault(name, dataclasses.replace(s, name=name))
 
     from gemm.dispatch.candidates import candidates as dispatcher_candidates
-    for s in dispatcher_candidates(m, n, k, batch):   # what the dispatcher chooses among, by its names
-        out.setdefault(s.name, s)
+    for s in dispatcher_candidates(m, n, k, batch):   # what the dispatcher chooses among
+        base = s.name.split(":")[0]
+        name = schedule_name(base, s)
+        out.setdefault(name, dataclasses.replace(s, name=name))
     for v in PRESETS:
         add(v)
     small_m = m <= 64

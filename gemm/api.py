@@ -503,8 +503,8 @@ def _run(sched, call: _Call, dev, launch_gemm, tma_storable):
 def _allocator(A: _Matrix, shape):
     """A function making the result array: (array, device address)."""
     if A.kind == "torch":
-        # new_empty on a tensor of no elements of the operand's dtype and device: a third of
-        # torch.empty's cost with dtype= and device= to parse (and no reference to the operand)
+        # new_empty on a tensor of no elements of the operand's dtype and device: cheaper than
+        # torch.empty with dtype= and device= to parse, and it keeps no reference to the operand
         template = A.array.new_empty(0)
 
         def allocate():

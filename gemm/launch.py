@@ -111,9 +111,9 @@ _ARG_TYPES = ((ctypes.c_int64,) * 5 + (ctypes.c_int32,) * 3 + (ctypes.c_uint32, 
 
 @lru_cache(maxsize=1)
 def _cu_launch_kernel():
-    """libcuda's cuLaunchKernel called through ctypes with its arguments converted once: about a
-    microsecond of Python a call, where cuda.bindings' wrapper converts all eleven (5-7 us on the
-    H200's host). The same libcuda the driver bindings use (one copy per process)."""
+    """libcuda's cuLaunchKernel called through ctypes with its arguments converted once, where
+    cuda.bindings' wrapper converts all eleven on every call. The same libcuda the driver
+    bindings use (one copy per process)."""
     fn = ctypes.CDLL("libcuda.so.1").cuLaunchKernel
     fn.restype = ctypes.c_int
     fn.argtypes = ([ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3)

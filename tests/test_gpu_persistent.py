@@ -12,7 +12,7 @@ from gemm.schedule import preset  # noqa: E402
 SCHEDULES = {
     "v7": preset("v7"),
     "v7-cluster-m": preset("v7", cluster_m=2),
-    "v7-cluster-n": preset("v7", cluster_n=2, producer_registers=48),
+    "v7-cluster-n": preset("v7", cluster_n=2),
     "v7-cluster-direct": preset("v7", cluster_m=2, epilogue="direct"),
     "v7-192-s4-inflight": preset("v7", block_n=192, stages=4, wgmma_in_flight=1),
     "v7-256x128": preset("v7", block_m=256, block_n=128, cluster_n=2),
