@@ -60,12 +60,14 @@ def test_fixed_costs_dominate_as_the_problem_shrinks(g):
 def test_one_call_adds_the_host_time(g):
     """A CUDA-event timing of one call spans the host's work and the device's; back to back the
     longer of the two; the device time alone is what the 8192^3 sweeps compare with."""
-    p = sim.predict(preset("v3"), 1024, 1024, 1024, gpu=g)
+    p = sim.predict(preset("v3"), 256, 256, 256, gpu=g)
     assert p.timed_ms == pytest.approx(p.ms + g.host_call_us * 1e-3)
     assert p.call["queued_ms"] == pytest.approx(max(p.ms, g.host_call_us * 1e-3))
     assert p.bound == "host" and p.call["host_bound"]
-    q = sim.predict(preset("v3"), 1024, 1024, 1024, gpu=g, host_us=5.0)
+    q = sim.predict(preset("v3"), 256, 256, 256, gpu=g, host_us=5.0)
     assert q.timed_ms == pytest.approx(q.ms + 5e-3) and q.ms == p.ms
+    big = sim.predict(preset("v3"), 4096, 4096, 4096, gpu=g)    # the device outlasts the host
+    assert big.call["queued_ms"] == pytest.approx(big.ms) and not big.call["host_bound"]
 
 
 def test_unaligned_rows_cost_two_copies(g):
