@@ -49,16 +49,10 @@ def _fmt(v) -> str:
 
 
 def parse_schedule_name(name: str):
-    """The Schedule a name from schedule_name() stands for."""
-    from gemm.schedule import PRESETS
-    base, _, rest = name.partition(":")
-    ref = PRESETS[base]
-    changes = {}
-    for item in filter(None, rest.split(",")):
-        key, value = item.split("=")
-        kind = type(getattr(ref, key))
-        changes[key] = bool(int(value)) if kind is bool else kind(value)
-    return dataclasses.replace(ref, **changes, name=name).validated()
+    """The Schedule a name from schedule_name() (or any spec string: "swap_ab=true" as well as
+    "swap_ab=1") stands for."""
+    from gemm.schedule import from_spec
+    return dataclasses.replace(from_spec(name), name=name)
 
 
 def candidates(m: int, n: int, k: int, batch: int = 1) -> list:
