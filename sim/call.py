@@ -1,9 +1,11 @@
 """What a user's timing of one call sees, beyond the GEMM kernel's own CTAs.
 
 A call of gemm.matmul is host work (argument checks, the prepared launch) and one or more
-kernels: the GEMM, under split-K a reduce kernel that sums the fp32 partials into fp16 C,
-and, when an operand's rows are not 16-byte aligned (TMA needs it: K x 2 bytes), a copy of
-each operand into a padded buffer first. Three times describe it:
+kernels: the GEMM and, when an operand's rows are not 16-byte aligned (TMA needs it:
+K x 2 bytes), a copy of each operand into a padded buffer first. Under split-K the GEMM
+kernel sums the slices itself: the last CTA of each tile reads every slice's fp32 partial
+back (from L2: they were just written) and stores C, after its own K loop (`reduce_ms`, a
+tail on as many SMs as there are tiles). Three times describe it:
 
   device  every kernel back to back on the stream: each pays `launch_us` (its launch and
           drain) besides its own work;
@@ -39,14 +41,16 @@ def _stream_s(nbytes: float, prof: GpuProfile, fits_l2: bool) -> float:
     return nbytes / rate
 
 
-def reduce_kernel_s(m: int, n: int, batch: int, slices: int, prof: GpuProfile) -> float:
-    """The split-K reduce kernel: read `slices` fp32 partials per element of C, write fp16 C.
-    The partials come from L2 when the workspace fits in it (they were just written)."""
+def in_kernel_reduce_s(m: int, n: int, batch: int, slices: int, tiles: int, prof: GpuProfile) -> float:
+    """Split-K's sum inside the kernel: the last CTA of each of `tiles` tiles reads `slices`
+    fp32 partials per element of its tile (from L2 when the workspace fits in it) and writes
+    C. Only those CTAs do it, one per tile, so it runs on min(tiles, SMs) SMs' share of the
+    GPU's rates, after the K loops."""
     partials = slices * m * n * batch * ACCUMULATOR_BYTES
     out = m * n * batch * INPUT_BYTES
     fits = partials <= (prof.l2_lru_bytes or prof.l2_bytes)
-    return prof.launch_us * 1e-6 + prof.cta_launch_clk / (prof.clock_ghz * 1e9) + _stream_s(partials, prof, fits) \
-        + _stream_s(out, prof, False)
+    share = min(tiles, prof.sm_count) / prof.sm_count
+    return (_stream_s(partials, prof, fits) + _stream_s(out, prof, False)) / share
 
 
 def copy_kernels_s(m: int, n: int, k: int, batch: int, prof: GpuProfile) -> tuple[float, int]:
@@ -59,12 +63,13 @@ def copy_kernels_s(m: int, n: int, k: int, batch: int, prof: GpuProfile) -> tupl
 
 
 def timed(kernel_s: float, s: Schedule, m: int, n: int, k: int, batch: int, slices: int, prof: GpuProfile,
-          host_us: float | None = None) -> dict:
+          host_us: float | None = None, tiles: int = 0) -> dict:
     """The call as a CUDA-event timing sees it; `kernel_s` is the GEMM kernel's time on the stream
-    (its launch_us included). Times in ms."""
-    reduce_s = reduce_kernel_s(m, n, batch, slices, prof) if s.split_k > 1 else 0.0
+    (its launch_us included), `tiles` its C tiles (split-K's reduce runs one CTA per tile).
+    Times in ms."""
+    reduce_s = in_kernel_reduce_s(m, n, batch, slices, max(tiles, 1), prof) if s.split_k > 1 else 0.0
     copy_s, copies = copy_kernels_s(m, n, k, batch, prof)
-    kernels = 1 + (s.split_k > 1) + copies
+    kernels = 1 + copies
     device_s = kernel_s + reduce_s + copy_s
     host_s = ((prof.host_call_us if host_us is None else host_us) + (kernels - 1) * prof.host_launch_us) * 1e-6
     return {"kernel_ms": kernel_s * 1e3, "reduce_ms": reduce_s * 1e3, "copy_ms": copy_s * 1e3,

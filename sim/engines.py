@@ -172,8 +172,8 @@ def _memory_traffic(s: Schedule, m: int, n: int, k: int, per_wave: int, batch: i
     share (cluster_m CTAs along M share B: each loads 1/cluster_m of it). HBM carries a panel
     once per wave that uses it (the units of a wave run their K loops side by side, so a K
     slice fetched by one is an L2 hit for the others), plus what the epilogue writes: C, or
-    under split-K the fp32 partials (the reduce kernel's traffic is counted with it, in
-    `sim.launch`). Units run in launch order: a batch's slices one after another, each
+    under split-K the fp32 partials (their sum, by the last CTA of each tile, is counted in
+    `sim.call`). Units run in launch order: a batch's slices one after another, each
     slice's tiles in the raster order. A wave's moving K window is assumed to fit in L2."""
     gm, gn = gemm_dims(s, m, n)
     tm, tn = grid(s, m, n)

@@ -211,8 +211,8 @@ class GpuProfile:
     launch_us: float = _p(4.0, "assumed", "a kernel's launch and drain on a stream, besides its CTAs' time")
     host_call_us: float = _p(11.7, "measured", "host time of one warm gemm.matmul call",
                              f"{RESULTS}/host.csv: per warm call at 256^3, 1,000 calls back to back")
-    host_launch_us: float = _p(7.0, "assumed", "host time of each further kernel a call launches (split-K's "
-                               "reduce, operand copies)", "a prepared cuda.core launch, ~7 us "
+    host_launch_us: float = _p(7.0, "assumed", "host time of each further kernel a call launches (the "
+                               "operand copies)", "a prepared cuda.core launch, ~7 us "
                                "(shared/REFERENCES.md, host path)")
 
     def __post_init__(self):

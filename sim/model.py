@@ -13,7 +13,7 @@ The core, in order:
      a persistent CTA walks its tiles; steady-state K iterations and tiles extrapolated;
   5. floors (the tensor cores, the L2 -> SM ports and HBM of the SMs the grid keeps busy),
      so no prediction exceeds what the hardware can deliver;
-  6. the call (sim/call.py): launch, split-K reduce kernel, operand copies, host time as a
+  6. the call (sim/call.py): launch, split-K's in-kernel sum, operand copies, host time as a
      CUDA-event timing sees it.
 The clock is the profile's sustained clock, or with clock="earned" the one the schedule's
 own activity earns (sim/clock.py).
@@ -197,11 +197,11 @@ def _predict(s: Schedule, m: int, n: int, k: int, prof: GpuProfile, dtype: str =
     kernel_s = max(sim_s, *floors.values()) + prof.launch_us * 1e-6
 
     # 6. the call
-    timing = call.timed(kernel_s, s, m, n, k, batch, lg.slices, prof, host_us)
+    timing = call.timed(kernel_s, s, m, n, k, batch, lg.slices, prof, host_us, tiles=lg.tm * lg.tn * lg.batch)
     t = timing["device_ms"] * 1e-3
     if timing["reduce_ms"]:
-        notes.append(f"split-K: {lg.slices} slices write fp32 partials; the reduce kernel takes "
-                     f"{timing['reduce_ms'] * 1e3:.1f} us")
+        notes.append(f"split-K: {lg.slices} slices write fp32 partials; the last CTA of each tile sums "
+                     f"them in {timing['reduce_ms'] * 1e3:.1f} us")
     if timing["operand_copies"]:
         notes.append(f"K x 2 bytes = {k * 2} is not a multiple of 16: the call copies both operands into "
                      f"padded buffers first ({timing['copy_ms'] * 1e3:.1f} us)")

@@ -4,8 +4,8 @@
     >>> from gemm.schedule import PRESETS
     >>> sim.rank(list(PRESETS.values()), 4096, 4096, 4096)[0]   # (schedule, predicted ms)
 
-The time ranked is one call as a CUDA-event timing sees it (host + device, sim/call.py), so a
-split-K reduce kernel or an operand copy counts against its candidate. Candidates that cannot
+The time ranked is one call as a CUDA-event timing sees it (host + device, sim/call.py), so
+split-K's partials and their sum, or an operand copy, count against its candidate. Candidates that cannot
 run on the GPU (ScheduleError: no CTA fits) are left out. Results are cached per (schedule,
 shape, dtype, profile) in the process; a cold call costs about a third of a millisecond per
 candidate on one core. `full=True` ranks with sim.predict instead (tens of ms a candidate).

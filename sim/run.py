@@ -57,7 +57,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--producer-registers", type=int, help="setmaxnreg: the producer warpgroup's registers")
     p.add_argument("--consumer-registers", type=int, help="setmaxnreg: each consumer warpgroup's registers")
     p.add_argument("--accumulate", choices=ACCUMULATE, help="WGMMA accumulator type")
-    p.add_argument("--split-k", type=int, help="K slices: fp32 partials, then a reduce kernel")
+    p.add_argument("--split-k", type=int, help="K slices: fp32 partials, summed by the last CTA of each tile")
     p.add_argument("--swap-ab", type=int, choices=(0, 1), help="1: compute C^T = B^T A^T (a small M becomes WGMMA's N)")
     p.add_argument("--batch", type=int, default=1, help="independent products in one launch (grid = tiles x batch)")
     p.add_argument("--registers", type=int, help="the built kernel's registers per thread (ptxas), for residency, "
