@@ -349,6 +349,8 @@ def kernel_gaps(s: Schedule) -> list[str]:
         gaps.append("swap_ab is built only in the producer-warpgroup kernel")
     if s.swap_ab and s.epilogue == "tma":
         gaps.append("swap_ab writes C transposed from registers: epilogue='direct'")
+    if s.swap_ab and s.accumulate == "float16":
+        gaps.append("swap_ab stores fp32 accumulators transposed: accumulate='float32'")
     return gaps
 
 

@@ -84,6 +84,8 @@ def test_staged_c_tile_fits_beside_the_ring():
 @pytest.mark.parametrize("changes,limit", [
     (dict(cluster_m=4), "multicasts to pairs"),
     (dict(cluster_m=2, cluster_n=2), "multicasts to pairs"),
+    (dict(swap_ab=True), "epilogue='direct'"),
+    (dict(swap_ab=True, epilogue="direct", accumulate="float16"), "accumulate='float32'"),
 ])
 def test_kernel_gaps_raise(changes, limit):
     with pytest.raises(KernelGapError, match=limit):
