@@ -18,17 +18,15 @@ import io
 import pstats
 import time
 
+from .. import host
+
 
 def per_call_us(fn, calls: int = 3000) -> float:
+    """experiments.host's per-call wall time, after 200 warm-up calls."""
     import torch
     for _ in range(200):
         fn()
-    torch.cuda.synchronize()
-    t = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t) / calls * 1e6
+    return host.per_call_us(fn, calls, torch.cuda.synchronize)
 
 
 def enqueue_us(fn, calls: int = 400) -> float:
