@@ -25,7 +25,8 @@ WARPGROUP_CASES = [("v6", (300, 264, 200), 1), ("v7", (384, 264, 520), 1), ("v7:
                    ("v7:block_m=64,block_n=128,consumer_warpgroups=1,producer_registers=0,"
                     "consumer_registers=0,stages=8,split_k=4", (64, 264, 2000), 2),
                    ("v7:block_n=16,stages=10,split_k=4,swap_ab=true,epilogue=direct,producer_registers=0,"
-                    "consumer_registers=0", (13, 264, 1000), 1)]
+                    "consumer_registers=0", (13, 264, 1000), 1),
+                   ("v7:stream_k=true", (384, 264, 520), 1), ("v7:block_n=128,stages=4,stream_k=true", (520, 900, 1000), 1)]
 
 
 def check(label, c, a, b):

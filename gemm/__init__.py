@@ -12,5 +12,6 @@ def __getattr__(name):
     # Lazy: the GPU stack (numba, cupy, cuda.core) loads only when matmul is used.
     if name in ("matmul", "plan", "autotune"):
         from . import api
-        return getattr(api, name)
+        value = globals()[name] = getattr(api, name)   # found directly from now on: no hook per call
+        return value
     raise AttributeError(f"module 'gemm' has no attribute {name!r}")

@@ -136,9 +136,14 @@ def _stream_handle(kind, device_id):
 def _torch_stream(device_id: int) -> int:
     """The current torch stream's handle: the raw getter where torch has it (a fraction of a
     microsecond; torch.cuda.current_stream builds a Stream object first)."""
+    return _torch_stream_getter()(device_id)
+
+
+@lru_cache(maxsize=1)
+def _torch_stream_getter():
     import torch
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    return raw(device_id) if raw is not None else torch.cuda.current_stream(device_id).cuda_stream
+    return raw if raw is not None else (lambda device_id: torch.cuda.current_stream(device_id).cuda_stream)
 
 
 def matmul(a, b, stages=None, *, version=None, schedule=None, out=None):

@@ -142,13 +142,14 @@ class Launch:
         self.driver_args = (ctypes.c_void_p(int(loaded.function)), u(grid[0]), u(grid[1]), u(grid[2]),
                             u(loaded.threads), u(1), u(1), u(loaded.shared_bytes), ctypes.c_void_p(stream_handle),
                             ctypes.c_void_p(ctypes.addressof(self.pointers)), None)
+        self.launch_kernel = _cu_launch_kernel()
 
     def __call__(self, c: int | None = None, c_map: int | None = None) -> None:
         if c is not None:
             self.values[self.C].value = c
         if c_map is not None:
             self.values[self.C_MAP].value = c_map
-        err = _cu_launch_kernel()(*self.driver_args)
+        err = self.launch_kernel(*self.driver_args)
         if err:
             raise RuntimeError(f"kernel launch failed: {_launch_error(err)}")
 
@@ -192,14 +193,28 @@ def launch_gemm(loaded: LoadedKernel, a: int, lda: int, b: int, ldb: int, c: int
                              f"multiple of 8 elements (address {c:#x}, ldc {ldc})")
         c_map = c_tensor_map(cfg, c, ldc, m, n, batch)
     pair_ok = c % 4 == 0 and ldc % 2 == 0
+    grid = cfg.grid(m, n, loaded.resident_clusters, batch)
     workspace = 0
-    if cfg.schedule.split_k > 1:
+    planes, counters = cfg.workspace_regions(m, n, batch, grid[0])
+    if counters:
         from .workspace import workspace_for
-        planes = cfg.counters_offset(m, n, batch)
-        workspace = workspace_for(stream_handle, planes, cfg.workspace_bytes(m, n, batch) - planes)
+        workspace = workspace_for(stream_handle, planes, counters)
+    if cfg.schedule.stream_k:
+        _check_stream_k_positions(cfg, m, n, k, batch, grid[0])
     batched = (1 if a_count > 1 else 0) | (2 if b_count > 1 else 0)
-    return launch(loaded, cfg.grid(m, n, loaded.resident_clusters, batch), stream_handle, a_map, b_map, c_map,
+    return launch(loaded, grid, stream_handle, a_map, b_map, c_map,
                   c, ldc, m, n, k, pair_ok, probe, workspace, batch, batched)
+
+
+def _check_stream_k_positions(cfg: KernelConfig, m: int, n: int, k: int, batch: int, ctas: int) -> None:
+    """The stream-K kernel finds each CTA's share with 32-bit arithmetic: CTA index x (shared
+    tiles x K iterations), shared tiles at most two waves of the grid, must stay below 2^32."""
+    from .schedule import ScheduleError
+    iterations = -(-k // cfg.block_k)
+    shared = min(cfg.units(m, n, batch), 2 * ctas)
+    if ctas * shared * iterations >= 1 << 32:
+        raise ScheduleError(f"stream_k: K={k} is too long for the kernel's 32-bit positions over {ctas} CTAs "
+                            f"(at most {((1 << 32) - 1) // (ctas * shared) * cfg.block_k}); use split_k or none")
 
 
 def c_tensor_map(cfg: KernelConfig, c: int, ldc: int, m: int, n: int, batch: int = 1) -> int:

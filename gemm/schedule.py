@@ -95,6 +95,8 @@ class Schedule:
     # --- parallelism for small grids ---
     split_k: int = 1                # K cut into this many slices: fp32 partials, then a reduce
     swap_ab: bool = False           # compute C^T = B^T A^T: a small M becomes WGMMA's N
+    stream_k: bool = False          # the last partial wave's tiles (and one full wave) shared out
+                                    # evenly by K iteration over the persistent grid
     name: str = "custom"
 
     # ---- derived quantities (one place for both the kernels and the model) ----
@@ -114,10 +116,9 @@ class Schedule:
 
     @property
     def barrier_bytes(self) -> int:
-        # one 8-byte mbarrier per stage; the specialized pipeline adds an "empty" one; split-K
-        # a word that tells the consumers whether their CTA sums the tile's partials
+        # one 8-byte mbarrier per stage; the specialized pipeline adds an "empty" one
         per_stage = 2 if self.family == "specialized" else 1
-        return 8 * per_stage * self.stages + (16 if self.split_k > 1 else 0)
+        return 8 * per_stage * self.stages
 
     @property
     def epilogue_bytes(self) -> int:
@@ -246,6 +247,9 @@ class Schedule:
         if self.family == "specialized":
             need(self.producer_warps >= 1, "the specialized family needs a producer warp")
         need(self.split_k >= 1, f"split_k must be >= 1, got {self.split_k}")
+        need(not self.stream_k or self.persistent,
+             "stream_k shares tiles out over a persistent grid: it needs persistent=True")
+        need(not (self.stream_k and self.split_k > 1), "stream_k and split_k > 1 both cut K: choose one")
         for axis, size in (("cluster_m", self.cluster_m), ("cluster_n", self.cluster_n)):
             need(size >= 1 and size & (size - 1) == 0, f"{axis}={size} must be a power of two")
         need(self.cluster_size <= MAX_CLUSTER_SIZE,
@@ -345,6 +349,10 @@ def kernel_gaps(s: Schedule) -> list[str]:
         gaps.append("split_k with fp16 accumulation: the partials are fp32")
     if s.split_k > 1 and not warpgroup_producer:
         gaps.append("split_k > 1 is built only in the producer-warpgroup kernel")
+    if s.stream_k and s.cluster_size > 1:
+        gaps.append("stream_k with clusters: the kernel shares single tiles, not a cluster's pair")
+    if s.stream_k and s.accumulate == "float16":
+        gaps.append("stream_k with fp16 accumulation: the partials are added as fp32")
     if s.swap_ab and not warpgroup_producer:
         gaps.append("swap_ab is built only in the producer-warpgroup kernel")
     if s.swap_ab and s.epilogue == "tma":

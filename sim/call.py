@@ -3,9 +3,10 @@
 A call of gemm.matmul is host work (argument checks, the prepared launch) and one or more
 kernels: the GEMM and, when an operand's rows are not 16-byte aligned (TMA needs it:
 K x 2 bytes), a copy of each operand into a padded buffer first. Under split-K the GEMM
-kernel sums the slices itself: the last CTA of each tile reads every slice's fp32 partial
-back (from L2: they were just written) and stores C, after its own K loop (`reduce_ms`, a
-tail on as many SMs as there are tiles). Three times describe it:
+kernel sums the slices itself: once all of a tile's slices have written their fp32 partials,
+each slice's CTA reads its share of the tile from every partial (from L2: they were just
+written) and stores that share of C (`reduce_ms`, a tail on as many SMs as there are work
+units). Three times describe it:
 
   device  every kernel back to back on the stream: each pays `launch_us` (its launch and
           drain) besides its own work;
@@ -19,6 +20,8 @@ predict() reports `ms` = device (what the 8192^3 sweeps, timed back to back, com
 and `timed_ms`; the predictions file carries all three.
 """
 from __future__ import annotations
+
+import math
 
 from gemm.schedule import INPUT_BYTES, Schedule
 
@@ -42,14 +45,14 @@ def _stream_s(nbytes: float, prof: GpuProfile, fits_l2: bool) -> float:
 
 
 def in_kernel_reduce_s(m: int, n: int, batch: int, slices: int, tiles: int, prof: GpuProfile) -> float:
-    """Split-K's sum inside the kernel: the last CTA of each of `tiles` tiles reads `slices`
-    fp32 partials per element of its tile (from L2 when the workspace fits in it) and writes
-    C. Only those CTAs do it, one per tile, so it runs on min(tiles, SMs) SMs' share of the
-    GPU's rates, after the K loops."""
+    """Split-K's sum inside the kernel: every element of C is read from `slices` fp32 partials
+    (from L2 when the workspace fits in it) and written. Each of a tile's `slices` CTAs sums
+    1/slices of it, so it runs on min(tiles x slices, SMs) SMs' share of the GPU's rates,
+    after the K loops."""
     partials = slices * m * n * batch * ACCUMULATOR_BYTES
     out = m * n * batch * INPUT_BYTES
     fits = partials <= (prof.l2_lru_bytes or prof.l2_bytes)
-    share = min(tiles, prof.sm_count) / prof.sm_count
+    share = min(tiles * slices, prof.sm_count) / prof.sm_count
     return (_stream_s(partials, prof, fits) + _stream_s(out, prof, False)) / share
 
 
@@ -62,12 +65,24 @@ def copy_kernels_s(m: int, n: int, k: int, batch: int, prof: GpuProfile) -> tupl
     return copies * prof.launch_us * 1e-6 + _stream_s(nbytes, prof, False), copies
 
 
+def stream_k_fixup_s(s: Schedule, k_iters: int, run: int, prof: GpuProfile) -> float:
+    """Stream-K's partial tiles: a CTA writes at most one fp32 tile of accumulators (the later
+    share of a tile another CTA finishes), and the CTA that finishes a tile reads back the
+    shares of the others it spans (a tile of `k_iters` iterations over runs of `run`), one SM
+    alone at its L2 rate, as the kernel's tail."""
+    slot = s.block_m * s.block_n * ACCUMULATOR_BYTES
+    others = math.ceil(k_iters / max(run, 1))
+    return (1 + others) * slot / (prof.l2_sm_bytes_per_clk * prof.clock_ghz * 1e9)
+
+
 def timed(kernel_s: float, s: Schedule, m: int, n: int, k: int, batch: int, slices: int, prof: GpuProfile,
-          host_us: float | None = None, tiles: int = 0) -> dict:
+          host_us: float | None = None, tiles: int = 0, stream_k: tuple[int, int] = (0, 0)) -> dict:
     """The call as a CUDA-event timing sees it; `kernel_s` is the GEMM kernel's time on the stream
-    (its launch_us included), `tiles` its C tiles (split-K's reduce runs one CTA per tile).
-    Times in ms."""
+    (its launch_us included), `tiles` its C tiles (split-K's reduce runs on every slice's CTA),
+    `stream_k` (K iterations of a tile, a CTA's run of the shared ones) when tiles are shared by
+    K iteration. Times in ms."""
     reduce_s = in_kernel_reduce_s(m, n, batch, slices, max(tiles, 1), prof) if s.split_k > 1 else 0.0
+    reduce_s += stream_k_fixup_s(s, *stream_k, prof) if stream_k[1] else 0.0
     copy_s, copies = copy_kernels_s(m, n, k, batch, prof)
     kernels = 1 + copies
     device_s = kernel_s + reduce_s + copy_s

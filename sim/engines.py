@@ -96,6 +96,8 @@ class LaunchGrid:
     a_rows: float        # mean rows of an A box inside the matrix (edge tiles load fewer)
     b_rows: float
     k_fill: float        # mean share of a K tile inside the matrix (the last K tile may be partial)
+    stream_k_iters: int = 0   # stream-K: K iterations one CTA runs in all (0: whole units)
+    stream_k_run: int = 0     # of them, its run of the shared tiles' iterations
 
 
 def launch_grid(s: Schedule, m: int, n: int, k: int, batch: int = 1, slots: int | None = None) -> LaunchGrid:
@@ -108,15 +110,23 @@ def launch_grid(s: Schedule, m: int, n: int, k: int, batch: int = 1, slots: int 
     cm, cn = s.cluster_m, s.cluster_n
     # a cluster takes cm x cn neighbouring tiles; at the edges some of its CTAs have none
     padded = math.ceil(tm / cm) * cm * math.ceil(tn / cn) * cn * slices * batch
+    sk_iters = sk_run = 0
     if s.persistent:
         cap = max(s.cluster_size, (slots or padded) // s.cluster_size * s.cluster_size)
-        ctas = min(padded, cap)
+        ctas = cap if s.stream_k else min(padded, cap)
         per_cta = math.ceil(padded / ctas)
+        if s.stream_k and units % ctas:
+            # the kernel's split: the last partial wave's tiles and one full wave before them are
+            # shared out evenly by K iteration; the waves before those run whole tiles
+            whole_waves = max(0, units // ctas - 1)
+            sk_run = math.ceil((units - whole_waves * ctas) * k_iters / ctas)
+            sk_iters = whole_waves * k_iters + sk_run
     else:
         ctas, per_cta = padded, 1
     return LaunchGrid(gm=gm, gn=gn, tm=tm, tn=tn, k_iters=k_iters, slices=slices, batch=batch, units=units,
                       ctas=ctas, units_per_cta=per_cta, cluster_idle=padded - units,
-                      a_rows=gm / tm, b_rows=gn / tn, k_fill=k / (k_iters * slices * s.block_k))
+                      a_rows=gm / tm, b_rows=gn / tn, k_fill=k / (k_iters * slices * s.block_k),
+                      stream_k_iters=sk_iters, stream_k_run=sk_run)
 
 
 def waves(n_ctas: int, sm_count: int, ctas_per_sm: int) -> dict:
@@ -172,7 +182,7 @@ def _memory_traffic(s: Schedule, m: int, n: int, k: int, per_wave: int, batch: i
     share (cluster_m CTAs along M share B: each loads 1/cluster_m of it). HBM carries a panel
     once per wave that uses it (the units of a wave run their K loops side by side, so a K
     slice fetched by one is an L2 hit for the others), plus what the epilogue writes: C, or
-    under split-K the fp32 partials (their sum, by the last CTA of each tile, is counted in
+    under split-K the fp32 partials (their sum, by each tile's CTAs in shares, is counted in
     `sim.call`). Units run in launch order: a batch's slices one after another, each
     slice's tiles in the raster order. A wave's moving K window is assumed to fit in L2."""
     gm, gn = gemm_dims(s, m, n)

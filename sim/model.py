@@ -173,7 +173,7 @@ def _predict(s: Schedule, m: int, n: int, k: int, prof: GpuProfile, dtype: str =
     work = CtaWork.of(s, lg)
     if s.persistent:   # one wave of CTAs, each walking its tiles
         per_sm = math.ceil(lg.ctas / prof.sm_count)
-        full = sm_model(s, prof, per_sm, lg.k_iters, miss, trace=True, sim_iters=sim_iters,
+        full = sm_model(s, prof, per_sm, work.k_iters, miss, trace=True, sim_iters=sim_iters,
                            active_sms=busy_sms, loads=loads, mmas=mmas, work=work)
         total_clk = full["clk"]
     else:
@@ -197,11 +197,16 @@ def _predict(s: Schedule, m: int, n: int, k: int, prof: GpuProfile, dtype: str =
     kernel_s = max(sim_s, *floors.values()) + prof.launch_us * 1e-6
 
     # 6. the call
-    timing = call.timed(kernel_s, s, m, n, k, batch, lg.slices, prof, host_us, tiles=lg.tm * lg.tn * lg.batch)
+    timing = call.timed(kernel_s, s, m, n, k, batch, lg.slices, prof, host_us, tiles=lg.tm * lg.tn * lg.batch,
+                        stream_k=(lg.k_iters, lg.stream_k_run))
     t = timing["device_ms"] * 1e-3
-    if timing["reduce_ms"]:
-        notes.append(f"split-K: {lg.slices} slices write fp32 partials; the last CTA of each tile sums "
-                     f"them in {timing['reduce_ms'] * 1e3:.1f} us")
+    if timing["reduce_ms"] and s.split_k > 1:
+        notes.append(f"split-K: {lg.slices} slices write fp32 partials; each tile's CTAs sum a share "
+                     f"of them in {timing['reduce_ms'] * 1e3:.1f} us")
+    if lg.stream_k_iters:
+        notes.append(f"stream-K: each of {lg.ctas} CTAs runs {lg.stream_k_iters} K iterations (whole units: "
+                     f"{lg.units_per_cta * lg.k_iters}); partial tiles written and read back in "
+                     f"{timing['reduce_ms'] * 1e3:.1f} us")
     if timing["operand_copies"]:
         notes.append(f"K x 2 bytes = {k * 2} is not a multiple of 16: the call copies both operands into "
                      f"padded buffers first ({timing['copy_ms'] * 1e3:.1f} us)")

@@ -24,8 +24,9 @@ _KNOBS = {"stages": "stages", "sync_per_iter": "syncs_per_iter", "consumer_warpg
           "runtime_stage_index": "runtime_stage_index", "phase_storage": "phase_storage",
           "persistent": "persistent", "cluster_m": "cluster_m", "cluster_n": "cluster_n",
           "producer_registers": "producer_registers", "consumer_registers": "consumer_registers",
-          "accumulate": "accumulate", "split_k": "split_k", "swap_ab": "swap_ab"}
-_BOOLEAN = ("runtime_stage_index", "persistent", "swap_ab")
+          "accumulate": "accumulate", "split_k": "split_k", "swap_ab": "swap_ab",
+          "stream_k": "stream_k"}
+_BOOLEAN = ("runtime_stage_index", "persistent", "swap_ab", "stream_k")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -57,8 +58,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--producer-registers", type=int, help="setmaxnreg: the producer warpgroup's registers")
     p.add_argument("--consumer-registers", type=int, help="setmaxnreg: each consumer warpgroup's registers")
     p.add_argument("--accumulate", choices=ACCUMULATE, help="WGMMA accumulator type")
-    p.add_argument("--split-k", type=int, help="K slices: fp32 partials, summed by the last CTA of each tile")
+    p.add_argument("--split-k", type=int, help="K slices: fp32 partials, summed in shares by each tile's CTAs")
     p.add_argument("--swap-ab", type=int, choices=(0, 1), help="1: compute C^T = B^T A^T (a small M becomes WGMMA's N)")
+    p.add_argument("--stream-k", type=int, choices=(0, 1),
+                   help="1: share the last partial wave's tiles (and one wave before) out by K iteration")
     p.add_argument("--batch", type=int, default=1, help="independent products in one launch (grid = tiles x batch)")
     p.add_argument("--registers", type=int, help="the built kernel's registers per thread (ptxas), for residency, "
                    "instead of the model's estimate")
@@ -122,7 +125,7 @@ def report(p, table=None, grid=None) -> str:
         ("persistent", s["persistent"]), (f"cluster {s['cluster_m']}x{s['cluster_n']}", s["cluster_m"] * s["cluster_n"] > 1),
         (f"setmaxnreg {s['producer_registers']}/{s['consumer_registers']}", s["consumer_registers"]),
         (f"{s['accumulate']} accumulate", s["accumulate"] != "float32"), (f"split-K {s['split_k']}", s["split_k"] > 1),
-        ("swap-AB", s["swap_ab"]), (f"batch {sh.get('batch', 1)}", sh.get("batch", 1) > 1)) if on]
+        ("swap-AB", s["swap_ab"]), ("stream-K", s.get("stream_k")), (f"batch {sh.get('batch', 1)}", sh.get("batch", 1) > 1)) if on]
     c, lg = p.call, p.launch
     lines = [
         f"{s['name']} ({s['family']}) on {p.gpu} at {p.clock_ghz:.3f} GHz: "

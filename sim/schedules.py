@@ -68,8 +68,13 @@ class CtaWork:
 
     @classmethod
     def of(cls, s: Schedule, lg) -> "CtaWork":
-        """The mean work unit of a launch grid (engines.LaunchGrid)."""
-        return cls(k_iters=lg.k_iters, tiles=lg.units_per_cta, a_rows=lg.a_rows if s.block_m > lg.a_rows else None,
+        """The mean work unit of a launch grid (engines.LaunchGrid). Under stream-K a CTA's
+        K iterations are cut at tile boundaries: as many pieces as whole tiles they span."""
+        tiles, k_iters = lg.units_per_cta, lg.k_iters
+        if lg.stream_k_iters:
+            tiles = math.ceil(lg.stream_k_iters / lg.k_iters)
+            k_iters = math.ceil(lg.stream_k_iters / tiles)
+        return cls(k_iters=k_iters, tiles=tiles, a_rows=lg.a_rows if s.block_m > lg.a_rows else None,
                    b_rows=lg.b_rows if s.block_n > lg.b_rows else None, k_fill=lg.k_fill,
                    out_bytes=ACCUMULATOR_BYTES if lg.slices > 1 else INPUT_BYTES)
 

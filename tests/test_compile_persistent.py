@@ -25,6 +25,7 @@ CASES = [
                         consumer_registers=0)),
     KernelConfig(preset("v7", block_n=16, stages=10, split_k=4, swap_ab=True, epilogue="direct",
                         producer_registers=0, consumer_registers=0), "bfloat16", "k", "mn"),
+    KernelConfig(preset("v7", stream_k=True)),
 ]
 
 
@@ -86,6 +87,7 @@ def test_staged_c_tile_fits_beside_the_ring():
     (dict(cluster_m=2, cluster_n=2), "multicasts to pairs"),
     (dict(swap_ab=True), "epilogue='direct'"),
     (dict(swap_ab=True, epilogue="direct", accumulate="float16"), "accumulate='float32'"),
+    (dict(stream_k=True, cluster_m=2), "stream_k with clusters"),
 ])
 def test_kernel_gaps_raise(changes, limit):
     with pytest.raises(KernelGapError, match=limit):
@@ -101,10 +103,27 @@ def test_kernel_gaps_raise(changes, limit):
     (dict(stages=4), "227 KB"),
     (dict(cluster_m=3), "power of two"),
     (dict(block_n=256, block_m=256), "accumulator registers"),
+    (dict(stream_k=True, persistent=False), "needs persistent=True"),
+    (dict(stream_k=True, split_k=2), "choose one"),
 ])
 def test_impossible_schedules_name_the_limit(changes, limit):
     with pytest.raises(ScheduleError, match=limit):
         preset("v7", **changes)
+
+
+def test_split_k_and_stream_k_workspaces():
+    """Split-K: split_k fp32 planes with rows padded to 4 floats (every 4-column chunk one
+    16-byte load), a counter per tile. Stream-K: one slot of a tile's fp32 accumulators and one
+    flag per CTA, its grid every resident CTA however few tiles; the CTAs of a split tile wait
+    for one another, so fewer resident CTAs than slices is refused."""
+    split = KernelConfig(preset("v7", block_n=128, stages=4, split_k=3))
+    assert split.workspace_regions(100, 130, 2) == (-(-3 * 2 * 100 * 132 * 4 // 256) * 256, 4 * 2 * 2)
+    stream = KernelConfig(preset("v7", stream_k=True))
+    assert stream.workspace_regions(100, 130, 1, 132) == (132 * 128 * 256 * 4, 4 * 132)
+    assert stream.grid(100, 130, 132) == (132, 1, 1)
+    assert KernelConfig(preset("v7")).workspace_regions(100, 130) == (0, 0)
+    with pytest.raises(ScheduleError, match="split_k=3 needs"):
+        split.grid(1000, 1000, 2)
 
 
 def test_fp16_accumulation_takes_fp16_inputs():

@@ -27,6 +27,11 @@ SCHEDULES = {
                          producer_registers=0, consumer_registers=0),
     "v7-swap-ab-splitk4": preset("v7", block_n=64, stages=8, split_k=4, swap_ab=True, epilogue="direct",
                                  producer_registers=0, consumer_registers=0),
+    # stream-K: the last partial wave's tiles and one wave before them shared out by K iteration
+    "v7-stream-k": preset("v7", stream_k=True),
+    "v7-128-stream-k-direct": preset("v7", block_n=128, stages=4, stream_k=True, epilogue="direct"),
+    "v7-swap-ab-stream-k": preset("v7", block_n=64, stages=8, swap_ab=True, epilogue="direct",
+                                  producer_registers=0, consumer_registers=0, stream_k=True),
 }
 # edge tiles in M, N and K (rows stay 16-byte aligned, so TMA reads the operands in place),
 # fewer tiles than SMs, one tile, an odd count of M tiles (a cluster partner without a tile)
@@ -37,7 +42,7 @@ UNALIGNED = [(333, 517, 259), (4095, 4097, 4099)]
 MAJORS = [("row", "row"), ("row", "col"), ("col", "row"), ("col", "col")]
 # every majorness where an operand is multicast (its part boxes differ by majorness); the
 # seed's layout (B stored [N, K]) elsewhere
-ALL_MAJORS = ("v7-cluster-m", "v7-cluster-n", "v7-swap-ab", "v7-swap-ab-splitk4")   # swap-AB: the operands trade roles
+ALL_MAJORS = ("v7-cluster-m", "v7-cluster-n", "v7-swap-ab", "v7-swap-ab-splitk4", "v7-swap-ab-stream-k")   # swap-AB: the operands trade roles
 
 
 def _dtypes(name):
@@ -114,11 +119,12 @@ def test_exact_on_small_integers(name):
     assert torch.equal(c.double(), a.double() @ b.double())
 
 
-@pytest.mark.parametrize("name", ["v7", "v7-128-splitk3", "v7-64x128-splitk4", "v7-swap-ab-splitk4"])
+@pytest.mark.parametrize("name", ["v7", "v7-128-splitk3", "v7-64x128-splitk4", "v7-swap-ab-splitk4", "v7-stream-k",
+                                  "v7-128-stream-k-direct"])
 def test_repeated_calls_are_bitwise_equal(name):
     """The same inputs give the same bits launch after launch: no race between the producer's
-    refills, the partner's multicast and the consumers' reads or the staged stores, and
-    split-K sums its slices in one order whichever CTA finishes last."""
+    refills, the partner's multicast and the consumers' reads or the staged stores; split-K
+    sums its slices, and stream-K a tile's shares, in one order whoever finishes first."""
     import torch
 
     import gemm

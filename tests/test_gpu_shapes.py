@@ -12,6 +12,7 @@ from gemm.schedule import from_spec  # noqa: E402
 
 SCHEDULES = {
     "v7": from_spec("v7"),
+    "v7-stream-k": from_spec("v7:stream_k=true"),
     "64x128-splitk4": from_spec("v7:block_m=64,block_n=128,consumer_warpgroups=1,producer_registers=0,"
                                 "consumer_registers=0,stages=8,split_k=4"),
 }

@@ -115,8 +115,8 @@ def test_cluster_barriers_cost_the_remote_arrival(g):
 
 def test_split_k_raises_parallelism_and_adds_traffic(g):
     """At 1024 x 1024 x 16384 (32 tiles of 128x256): split-K 4 runs 4x the CTAs, writes fp32
-    partials (4 slices x 4 bytes against 2 bytes of C) and sums them inside the kernel (the
-    last CTA of each tile: no second kernel), and is faster."""
+    partials (4 slices x 4 bytes against 2 bytes of C) and sums them inside the kernel (each
+    tile's CTAs a share: no second kernel), and is faster."""
     base = preset("v7", cluster_m=1, persistent=False, stages=4)
     one, four = (sim.predict(base.replace(split_k=sk), 1024, 1024, 16384, gpu=g) for sk in (1, 4))
     assert four.launch["ctas"] == 4 * one.launch["ctas"] == 128
@@ -124,6 +124,20 @@ def test_split_k_raises_parallelism_and_adds_traffic(g):
     assert four.call["reduce_ms"] > 0 == one.call["reduce_ms"] and four.call["kernels"] == 1
     assert four.bytes["hbm_read_bytes"] == pytest.approx(one.bytes["hbm_read_bytes"], rel=0.01)
     assert four.ms < one.ms
+
+
+def test_stream_k_evens_out_a_partial_last_wave(g):
+    """4096 x 4096 x 11008 in 128x256 tiles is 512 tiles, 3.9 waves of 132: whole tiles leave
+    the last wave 12% idle; stream-K shares the last two waves' tiles out by K iteration, so
+    every CTA runs the same count (668 of the 688 a busiest CTA runs whole), and is faster.
+    With whole waves (33 x 16 = 528 tiles on 132) it changes nothing."""
+    s = preset("v7", cluster_m=1)
+    whole, shared = (sim.predict(s.replace(stream_k=on), 4096, 4096, 11008, gpu=g) for on in (False, True))
+    assert shared.launch["ctas"] == whole.launch["ctas"] == 132
+    assert shared.ms < whole.ms
+    assert any("stream-K" in note and "668 K iterations" in note for note in shared.notes)
+    even = [sim.predict(s.replace(stream_k=on), 4224, 4096, 4096, gpu=g) for on in (False, True)]
+    assert even[0].ms == pytest.approx(even[1].ms)
 
 
 def test_persistent_pays_the_prologue_once_and_hides_the_epilogue(g):

@@ -1,8 +1,9 @@
 """The schedules the dispatcher chooses among: every one has a kernel and accumulates in fp32.
 
 Named by their spec strings (gemm.schedule.from_spec), which is how tables, the autotune
-cache and result files store them. Large tiles and clusters for large products; 128x128
-tiles and split-K for grids that large tiles leave mostly empty; 64-row tiles (one consumer
+cache and result files store them. Large tiles and clusters for large products, and stream-K
+where their tiles leave the last wave part empty; 128x128 tiles and split-K for grids that
+large tiles leave mostly empty; 64-row tiles (one consumer
 warpgroup) for decode-like products with few rows.
 """
 from __future__ import annotations
@@ -23,6 +24,8 @@ SPECS = (
     "v7:block_n=192,stages=4,cluster_m=2",
     "v7:block_m=256,block_n=128,cluster_n=2",                    # 256x128, a cluster sharing A
     "v7:block_n=128,stages=4,cluster_m=2",                       # 128x128
+    "v7:stream_k=true",                                          # stream-K: the last waves evened out
+    "v7:block_n=128,stages=4,stream_k=true",
     "v7:block_n=128,stages=4,split_k=2",
     "v7:block_n=128,stages=4,split_k=4",
     f"v7:block_m=64,block_n=128,{ONE_WARPGROUP},stages=8",       # 64-row tiles

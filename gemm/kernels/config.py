@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from ..schedule import KernelGapError, Schedule, kernel_gaps
+from ..schedule import KernelGapError, Schedule, ScheduleError, kernel_gaps
 from ..smem_layout import OperandLayout, StagingLayout, default_swizzle
 
 DTYPES = ("float16", "bfloat16")
@@ -124,11 +124,6 @@ class KernelConfig:
         return self.barrier_offset + 8 * self.stages if self.family == "specialized" else -1
 
     @property
-    def flag_offset(self) -> int:
-        """Split-K: a shared word telling the consumers their CTA sums the tile."""
-        return self.empty_barrier_offset + 8 * self.stages
-
-    @property
     def warpgroup_a_offset(self) -> int:
         """Bytes from consumer warpgroup w's rows of an A tile to warpgroup w+1's."""
         a, mb = self.a_layout, self.m_blocks
@@ -178,16 +173,30 @@ class KernelConfig:
         """Work units: each product's tile units, each in split_k slices of K."""
         return self.tile_units(m, n) * self.schedule.split_k * batch
 
-    def workspace_bytes(self, m: int, n: int, batch: int = 1) -> int:
-        """Split-K's global workspace: split_k fp32 partial planes of each product's C, then one
-        4-byte counter per C tile (zero between launches: the CTA that sums a tile resets it)."""
+    def workspace_regions(self, m: int, n: int, batch: int = 1, ctas: int = 0) -> tuple[int, int]:
+        """(partials, counters) bytes of the global workspace a launch of `ctas` CTAs needs: the
+        partials (a multiple of 256 bytes), then 4-byte counters that read zero between launches.
+        Split-K: split_k fp32 planes of each product's C (rows `partial_row(n)` floats apart), a
+        counter per C tile (the last of its CTAs past the wait resets it). Stream-K: a slot of
+        `stream_k_slot_bytes` per CTA and a flag per CTA (the CTA that reads the slot resets it)."""
         s = self.schedule
-        if s.split_k == 1:
-            return 0
-        return self.counters_offset(m, n, batch) + 4 * self.tile_units(m, n) * s.cluster_size * batch
+        if s.split_k > 1:
+            planes = s.split_k * batch * m * self.partial_row(n) * 4
+            return -(-planes // 256) * 256, 4 * self.tile_units(m, n) * s.cluster_size * batch
+        if s.stream_k:
+            return -(-ctas * self.stream_k_slot_bytes // 256) * 256, 4 * ctas
+        return 0, 0
 
-    def counters_offset(self, m: int, n: int, batch: int = 1) -> int:
-        return -(-(self.schedule.split_k * batch * m * n * 4) // 256) * 256
+    @property
+    def stream_k_slot_bytes(self) -> int:
+        """A CTA's stream-K partial: every consumer thread's fp32 accumulators."""
+        return self.block_m * self.block_n * 4
+
+    @staticmethod
+    def partial_row(n: int) -> int:
+        """Floats per row of a split-K partial plane: N rounded up to 4, so that every 4-column
+        chunk is one aligned 16-byte load."""
+        return (n + 3) // 4 * 4
 
     def grid(self, m: int, n: int, resident_clusters: int = 0, batch: int = 1) -> tuple[int, int, int]:
         """1-D: the kernel maps launch order onto C tiles by the schedule's raster. A persistent
@@ -199,6 +208,12 @@ class KernelConfig:
             return (units * s.cluster_size, 1, 1)
         if resident_clusters < 1:
             raise ValueError("a persistent kernel's grid needs the number of resident clusters")
+        if resident_clusters < s.split_k:
+            # a tile's slices wait for one another: all of them must be resident at once
+            raise ScheduleError(f"split_k={s.split_k} needs that many CTAs (clusters) resident at once; "
+                                f"this GPU holds {resident_clusters} of schedule {s.name!r}")
+        if s.stream_k:   # the tiles are shared out over every resident CTA, however few
+            return (resident_clusters, 1, 1)
         return (min(units, resident_clusters) * s.cluster_size, 1, 1)
 
     def mma_offsets(self):

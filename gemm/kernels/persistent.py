@@ -31,10 +31,27 @@ kernel changes four things, each a Schedule field:
                       maps (128 bytes apart: map b of A at tmap_a + 128 b when A is batched,
                       one map for all when it is broadcast) and its own C (m x ldc apart).
   split_k             a work unit is one K slice of a tile: the CTA writes its fp32 partial
-                      tile to a workspace, fences, and counts itself in on the tile's counter;
-                      the CTA that counts last sums every slice's partial in slice order
-                      (the same bits whoever is last), stores C and resets the counter.
-                      More, smaller units fill a GPU that the tiles alone would leave idle.
+                      tile to a workspace, fences, counts itself in on the tile's counter and
+                      waits until all split_k slices have. Then each slice's CTA sums its own
+                      1/split_k of the tile, every slice's partial in slice order (the same
+                      bits whoever sums), and stores it into C: the sum runs on all of the
+                      tile's CTAs at once, not on the last one alone after the others. The
+                      last CTA past the wait resets the counter. The wait needs every slice
+                      resident, so the grid (resident clusters) must be at least split_k;
+                      a tile's slices are consecutive units, so a CTA waits only on units
+                      its peers reach before they wait themselves. More, smaller units fill
+                      a GPU that the tiles alone would leave idle.
+  stream_k            a grid whose tiles do not fill whole waves leaves SMs idle in the last
+                      one. The last partial wave's tiles and one full wave before them (all
+                      tiles, if fewer than CTAs) are shared out by K iteration instead: CTA g
+                      takes iterations [g S / G, (g+1) S / G) of those tiles' S in all, cut at
+                      tile boundaries, then whole tiles. A piece that ends a tile (K tiles from
+                      some point to the last) belongs to a tile another CTA finishes: its
+                      accumulators go to the CTA's slot in the workspace, as they lie in
+                      registers, and a flag is raised. The piece that starts a tile is the last
+                      piece of its CTA's run: that CTA waits for the next CTAs' flags (they
+                      wrote those pieces first thing) and adds their slots in CTA order, then
+                      stores C. No CTA waits on one that is itself waiting.
 
 The tutorial series' V6 (a 256x256 tile, fp16 accumulators, TMA store) is this kernel
 without `persistent`: one tile per CTA, the C tile staged over the drained ring.
@@ -90,46 +107,92 @@ def make_staged_epilogue(config):
     return store
 
 
-def make_split_k_sum(config):
-    """`last, total = sum(acc, smem_base, workspace, counters, slice, tile, m, n, off_m, off_n)`:
-    store this slice's fp32 partial, count in on the tile's counter, and if this CTA is the
-    last of the tile's split_k, the sum of every slice's partial in slice order (see the
-    module docstring)."""
+def make_split_k_reduce(config):
+    """`reduce(acc, smem_base, workspace, counters, slice, tile, m, n, off_m, off_n, c, ldc)`:
+    store this slice's fp32 partial, count in on the tile's counter, wait until every slice
+    of the tile has, then sum this slice's share of the tile from every slice's partial, in
+    slice order, into C (see the module docstring)."""
     s = config.schedule
     SPLIT = s.split_k
-    ALL_CONSUMERS = 128 * s.consumer_warpgroups
-    ROWS, FLAG = s.rows_per_warpgroup, config.flag_offset
+    THREADS = 128 * s.consumer_warpgroups
+    ROWS = s.rows_per_warpgroup
+    CHUNKS = config.block_m * config.block_n // 4          # 4-column chunks of a tile
+    SHARE = -(-CHUNKS // SPLIT)                              # a slice's run of chunks
+    SWAP = s.swap_ab
     store = ptx.store_accumulators(config.m_blocks, config.block_n, "float32")
-    add_partial = ptx.add_partial(config.m_blocks, config.block_n)
-    zeros = ptx.accumulator_zeros(ptx.accumulator_count(config.m_blocks, config.block_n))
+    reduce_strip = ptx.reduce_strip(config.block_n, SPLIT, -(-SHARE // THREADS), THREADS, config.dtype, SWAP)
 
     @register_jitable(inline="always")
-    def split_k_sum(acc, smem_base, workspace, counters, slice_, tile, m, n, off_m, off_n):
+    def reduce(acc, smem_base, workspace, counters, slice_, tile, m, n, off_m, off_n, c, ldc):
         tid = cuda.threadIdx.x
         lane_row = ((tid % 128) // 32) * 16 + (tid % 32) // 4
         row = off_m + (tid // 128) * ROWS + lane_row
         col = off_n + 2 * (tid % 4)
-        plane = m * n * 4
-        at = workspace + (row * n + col) * 4      # this thread's corner in plane 0
-        store(acc, at + slice_ * plane, n, m - row, n - col, uint32(1))
+        ldw = (n + 3) // 4 * 4                              # KernelConfig.partial_row
+        plane = m * ldw * 4
+        store(acc, workspace + slice_ * plane + (row * ldw + col) * 4, ldw, m - row, n - col, uint32(1))
         ptx.fence_gpu()
-        ptx.named_barrier_sync(14, ALL_CONSUMERS)
-        flag = uint32(smem_base + FLAG)
+        ptx.named_barrier_sync(14, THREADS)
         if tid == 0:
             counter = counters + tile * 4
-            last = ptx.atomic_add_u32(counter, 1) == SPLIT - 1
-            ptx.st_shared_u32(flag, uint32(1 if last else 0))
-            if last:
-                ptx.st_global_u32(counter, 0)     # ready for the next launch
-        ptx.named_barrier_sync(14, ALL_CONSUMERS)
-        last = ptx.ld_shared_u32(flag) != 0
-        total = zeros()
-        if last:
-            ptx.fence_gpu()
-            for part in range(SPLIT):   # every slice read back, its own too: the order is fixed
-                total = add_partial(total, at + part * plane, n, m - row, n - col)
-        return last, total
-    return split_k_sum
+            ptx.atomic_add_u32(counter, 1)
+            while ptx.ld_acquire_u32(counter) < SPLIT:
+                pass
+            if ptx.atomic_add_u32(counter, 1) == 2 * SPLIT - 1:
+                ptx.st_global_u32(counter, 0)  # every slice is past its wait: ready for the next launch
+        ptx.named_barrier_sync(14, THREADS)
+        ptx.fence_gpu()
+        c_corner = c + ((off_n * ldc + off_m) if SWAP else (off_m * ldc + off_n)) * 2
+        quad_ok = uint32(1 if (c | (ldc * 2)) % 8 == 0 else 0)
+        first = slice_ * SHARE
+        reduce_strip(first, min(first + SHARE, CHUNKS), workspace + (off_m * ldw + off_n) * 4, ldw, plane,
+                     m - off_m, n - off_n, c_corner, ldc, quad_ok, tid)
+    return reduce
+
+
+def make_stream_k(config):
+    """`give(acc, slots, flags, cta)` and `acc = take(acc, slots, flags, cta, tile_end, ctas, shared)`:
+    stream-K's partial tiles (see the module docstring)."""
+    s = config.schedule
+    THREADS = 128 * s.consumer_warpgroups
+    COUNT = ptx.accumulator_count(config.m_blocks, config.block_n)
+    SLOT = config.stream_k_slot_bytes
+    store_slot = ptx.store_fragment_slot(COUNT, THREADS)
+    add_slot = ptx.add_fragment_slot(COUNT, THREADS)
+
+    @register_jitable(inline="always")
+    def give(acc, slots, flags, cta):
+        """This CTA's share of a tile it does not finish: its accumulators into its slot, then its flag."""
+        tid = cuda.threadIdx.x
+        store_slot(acc, slots + cta * SLOT, tid)
+        ptx.fence_gpu()
+        ptx.named_barrier_sync(14, THREADS)
+        if tid == 0:
+            ptx.atomic_add_u32(flags + cta * 4, 1)
+
+    @register_jitable(inline="always")
+    def take(acc, slots, flags, cta, tile_end, ctas, shared):
+        """The shares of the tile this CTA finishes that the next CTAs computed (those whose
+        run starts before the tile's end; a run may be empty when there are fewer K iterations
+        than CTAs, and an empty run wrote nothing), added in CTA order."""
+        tid = cuda.threadIdx.x
+        peer = cta + 1
+        start = ptx.div_u32(peer * shared, ctas)
+        while peer < ctas and start < tile_end:
+            end = ptx.div_u32((peer + 1) * shared, ctas)
+            if end > start:
+                if tid == 0:
+                    flag = flags + peer * 4
+                    while ptx.ld_acquire_u32(flag) == 0:
+                        pass
+                    ptx.st_global_u32(flag, 0)    # read once per launch: ready for the next
+                ptx.named_barrier_sync(14, THREADS)
+                ptx.fence_gpu()
+                acc = add_slot(acc, slots + peer * SLOT, tid)
+            peer += 1
+            start = end
+        return acc
+    return give, take
 
 
 def build_persistent_kernel(config):
@@ -142,9 +205,11 @@ def build_persistent_kernel(config):
     CLUSTER = s.cluster_size
     IN_FLIGHT = s.wgmma_in_flight
     SPLIT = s.split_k
+    STREAM_K = s.stream_k
     SETMAXNREG = s.uses_setmaxnreg
     PRODUCER_REGS, CONSUMER_REGS = s.producer_registers, s.consumer_registers
     TMA_STORE = s.epilogue == "tma"
+    SLOT_BYTES = config.stream_k_slot_bytes
 
     probe_start, probe_finish = make_clock_probe(config)
     load_k_tile, mma_k_tile = make_tile_loader(config), make_tile_mma(config)
@@ -153,12 +218,13 @@ def build_persistent_kernel(config):
                                   s.accumulate)
     store_direct = make_epilogue(config)
     store_staged = make_staged_epilogue(config) if TMA_STORE else None
-    split_k_sum = make_split_k_sum(config) if SPLIT > 1 else None
+    split_k_reduce = make_split_k_reduce(config) if SPLIT > 1 else None
+    give, take = make_stream_k(config) if STREAM_K else (None, None)
 
     @register_jitable(inline="always")
     def counters_offset(m, n, batch):
         """Where split-K's tile counters start in the workspace: KernelConfig.counters_offset."""
-        return ((SPLIT * batch * m * n * 4 + 255) // 256) * 256
+        return ((SPLIT * batch * m * ((n + 3) // 4 * 4) * 4 + 255) // 256) * 256
 
     @register_jitable(inline="always")
     def work(unit, tile_units, num_iters):
@@ -169,6 +235,34 @@ def build_persistent_kernel(config):
         slice_ = rest - tile_unit * SPLIT
         first = (slice_ * num_iters) // SPLIT
         return product, tile_unit, slice_, first, ((slice_ + 1) * num_iters) // SPLIT - first
+
+    @register_jitable(inline="always")
+    def shared_tiles(tiles, ctas):
+        """Stream-K's shared tiles: the last partial wave's and one full wave before it (every
+        tile when there are fewer than CTAs); none when the tiles fill whole waves. They come
+        first, each CTA taking an even run of their K iterations; whole tiles follow."""
+        if not STREAM_K:
+            return uint32(0)
+        waves = ptx.div_u32(tiles, ctas)
+        if tiles == waves * ctas:
+            return uint32(0)
+        return uint32(tiles) if waves == 0 else uint32(tiles - (waves - 1) * ctas)
+
+    @register_jitable(inline="always")
+    def next_work(pos, end, unit, units, tile_units, num_iters, unit_step):
+        """The CTA's next piece of work: (found, product, tile unit, K slice, first K tile,
+        K tiles, pos, unit). First its run [pos, end) of the shared tiles' K iterations, cut at
+        tile boundaries; then whole work units, `unit` on."""
+        if STREAM_K and pos < end:
+            tile = ptx.div_u32(pos, num_iters)
+            first = pos - tile * num_iters
+            count = min(num_iters - first, end - pos)
+            product = ptx.div_u32(tile, tile_units)
+            return True, product, tile - product * tile_units, 0, first, count, pos + count, unit
+        if unit < units:
+            product, tile_unit, slice_, first, count = work(unit, tile_units, num_iters)
+            return True, product, tile_unit, slice_, first, count, pos, unit + unit_step
+        return False, uint32(0), uint32(0), 0, 0, 0, pos, unit
 
     @register_jitable(inline="always")
     def release(smem_base, stage):
@@ -209,8 +303,13 @@ def build_persistent_kernel(config):
         units = tile_units * SPLIT * batch
         a_map_step = 128 * (batched & 1)       # the next product's A map, or the same (broadcast)
         b_map_step = 128 * ((batched >> 1) & 1)
-        first_unit = ptx.div_u32(cuda.blockIdx.x, CLUSTER)
+        first_unit = first_unit_0 = ptx.div_u32(cuda.blockIdx.x, CLUSTER)
         unit_step = ptx.div_u32(cuda.gridDim.x, CLUSTER)
+        # stream-K: the shared tiles' K iterations in even runs, one per CTA, then whole tiles
+        shared = shared_tiles(units, unit_step) * num_iters
+        run_start = ptx.div_u32(first_unit * shared, unit_step)
+        run_end = ptx.div_u32((first_unit + 1) * shared, unit_step)
+        first_unit += ptx.div_u32(shared, num_iters) if STREAM_K else 0
 
         if tid >= CONSUMER_THREADS:
             # the producer warpgroup: one thread keeps the ring full, tile after tile
@@ -218,9 +317,12 @@ def build_persistent_kernel(config):
                 ptx.setmaxnreg_dec(PRODUCER_REGS)
             if tid == CONSUMER_THREADS:
                 stage, phase = 0, 1
-                unit = first_unit
-                while unit < units:
-                    product, tile_unit, _, first_k, count_k = work(unit, tile_units, num_iters)
+                pos, unit = run_start, first_unit
+                while True:
+                    found, product, tile_unit, _, first_k, count_k, pos, unit = next_work(
+                        pos, run_end, unit, units, tile_units, num_iters, unit_step)
+                    if not found:
+                        break
                     off_m, off_n = corner(tile_unit, m, n, rank)
                     map_a = tmap_a + product * a_map_step
                     map_b = tmap_b + product * b_map_step
@@ -233,7 +335,6 @@ def build_persistent_kernel(config):
                         stage += 1
                         if stage == STAGES:
                             stage, phase = 0, phase ^ 1
-                    unit += unit_step
         else:
             # the consumer warpgroups: wait for a stage, multiply, hand it back; then store C
             if SETMAXNREG:
@@ -242,9 +343,12 @@ def build_persistent_kernel(config):
             acc = zeros()
             stage, phase = 0, 0
             done_stage = 0                     # the oldest stage still read by WGMMAs in flight
-            unit = first_unit
-            while unit < units:                # (a while loop: a range with a run-time step divides in 64 bits)
-                product, tile_unit, slice_, _, count_k = work(unit, tile_units, num_iters)
+            pos, unit = run_start, first_unit
+            while True:                        # (not a range: a run-time step divides in 64 bits)
+                found, product, tile_unit, slice_, first_k, count_k, pos, unit = next_work(
+                    pos, run_end, unit, units, tile_units, num_iters, unit_step)
+                if not found:
+                    break
                 off_m, off_n = corner(tile_unit, m, n, rank)
                 if count_k == 0:                   # a K slice with no K tile (K shorter than the split)
                     acc = zeros()
@@ -269,21 +373,25 @@ def build_persistent_kernel(config):
                     if done_stage == STAGES:
                         done_stage = 0
                 if SPLIT > 1:
-                    last, acc = split_k_sum(acc, base, workspace + product * (SPLIT * m * n * 4),
-                                            workspace + counters_offset(m, n, batch), slice_,
-                                            (product * tile_units + tile_unit) * CLUSTER + rank,
-                                            m, n, off_m, off_n)
+                    split_k_reduce(acc, base, workspace + product * (SPLIT * m * ((n + 3) // 4 * 4) * 4),
+                                   workspace + counters_offset(m, n, batch), slice_,
+                                   (product * tile_units + tile_unit) * CLUSTER + rank,
+                                   m, n, off_m, off_n, c + product * (m * ldc * 2), ldc)
+                    continue
+                if STREAM_K and first_k > 0:   # a later share of a tile another CTA finishes
+                    give(acc, workspace, workspace + ((unit_step * SLOT_BYTES + 255) // 256) * 256, first_unit_0)
+                    continue
+                if STREAM_K and count_k < num_iters:   # the first share of a shared tile: finish it
+                    tile_end = (product * tile_units + tile_unit + 1) * num_iters
+                    acc = take(acc, workspace, workspace + ((unit_step * SLOT_BYTES + 255) // 256) * 256,
+                               first_unit_0, tile_end, unit_step, shared)
+                if TMA_STORE:
+                    map_c = tmap_c + product * 128
+                    if product > 0 and tid % 128 == 0:
+                        ptx.fence_tensormap_acquire(map_c)
+                    store_staged(acc, base, warpgroup, off_m, off_n, map_c)
                 else:
-                    last = True
-                if last:
-                    if TMA_STORE:
-                        map_c = tmap_c + product * 128
-                        if product > 0 and tid % 128 == 0:
-                            ptx.fence_tensormap_acquire(map_c)
-                        store_staged(acc, base, warpgroup, off_m, off_n, map_c)
-                    else:
-                        store_direct(acc, c + product * (m * ldc * 2), ldc, m, n, off_m, off_n, pair_ok)
-                unit += unit_step
+                    store_direct(acc, c + product * (m * ldc * 2), ldc, m, n, off_m, off_n, pair_ok)
             if TMA_STORE and tid % 128 == 0:
                 ptx.bulk_wait_group_read(0)    # shared memory must outlive the last store's reads
         if CLUSTER > 1:

@@ -9,7 +9,7 @@
   wgmma      fence / mma_async over a K tile (fp32 or fp16 accumulators) / commit / wait
   fragment   accumulator zeros, the bounded store of a WGMMA fragment, and its stmatrix
              into a swizzled shared-memory C tile
-  memory     split-K's global fence, tile counter, and fp32 partial fragments
+  memory     split-K's and stream-K's global fence, counters and flags, and their fp32 partials
   timers     %clock64, %globaltimer, %smid (clock probes)
   integer    32-bit division (a 64-bit one is a call, which serializes WGMMA)
 Kernels and microbenchmarks import from here; no other module writes PTX.
@@ -19,7 +19,8 @@ from .fences import elect_one, fence_proxy_async_shared, fence_tensormap_acquire
 from .integer import div_u32, rem_u32
 from .fragment import accumulator_zeros, fragment_coords, stage_accumulators, store_accumulators
 from .registers import setmaxnreg_dec, setmaxnreg_inc
-from .memory import add_partial, atomic_add_u32, fence_gpu, st_global_u32
+from .memory import (add_fragment_slot, atomic_add_u32, fence_gpu, ld_acquire_u32, reduce_strip, st_global_u32,
+                     store_fragment_slot)
 from .mbarrier import (fence_mbarrier_init, mbarrier_arrive, mbarrier_arrive_expect_tx,
                        mbarrier_init, mbarrier_wait)
 from .shared import ld_shared_u32, shared_base, st_shared_u32
@@ -34,7 +35,8 @@ __all__ = [
     "div_u32", "rem_u32",
     "accumulator_zeros", "fragment_coords", "stage_accumulators", "store_accumulators",
     "setmaxnreg_dec", "setmaxnreg_inc",
-    "add_partial", "atomic_add_u32", "fence_gpu", "st_global_u32",
+    "add_fragment_slot", "atomic_add_u32", "fence_gpu", "ld_acquire_u32", "reduce_strip", "st_global_u32",
+    "store_fragment_slot",
     "fence_mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_init",
     "mbarrier_wait", "shared_base", "ld_shared_u32", "st_shared_u32",
     "clock64", "globaltimer", "smid", "st_global_u64",

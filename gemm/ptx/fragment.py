@@ -68,8 +68,8 @@ def store_accumulators(m_blocks, n, out_dtype, accumulate="float32", transposed=
     corner: byte address of C[row g, column 2q] of this thread's tile corner;
     ld: C's row stride in elements; rows_left / cols_left: rows and columns of C
     from that element on (stores at or past them are skipped); pair_ok: nonzero
-    when a column pair may be written as one 4-byte (16-bit C) word, i.e. C's
-    address and row stride keep pairs 4-byte aligned.
+    when a column pair may be written as one word (4 bytes of 16-bit C, 8 of fp32), i.e.
+    C's address and row stride keep pairs that aligned.
 
     transposed: the fragment is a tile of C^T (swap-AB computes C^T = B^T A^T), written
     into C: fragment element (row, col) goes to C[col, row], so `corner` is the byte
@@ -119,10 +119,14 @@ def store_accumulators(m_blocks, n, out_dtype, accumulate="float32", transposed=
                 if out_dtype == "float32":
                     lo = builder.extract_value(acc_v, index)
                     hi = builder.extract_value(acc_v, index + 1)
-                    with builder.if_then(first_in):
-                        store(builder, addr, lo, F32)
-                    with builder.if_then(second_in):
-                        store(builder, builder.add(addr, ir.Constant(I64, 4)), hi, F32)
+                    with builder.if_else(builder.and_(second_in, pair_flag)) as (as_pair, as_singles):
+                        with as_pair:
+                            emit(builder, "st.global.v2.f32 [$0], {$1, $2};", "l,f,f", (addr, lo, hi))
+                        with as_singles:
+                            with builder.if_then(first_in):
+                                store(builder, addr, lo, F32)
+                            with builder.if_then(second_in):
+                                store(builder, builder.add(addr, ir.Constant(I64, 4)), hi, F32)
                     continue
                 packed = _packed_pair(builder, acc_v, index, out_dtype, accumulate)
                 whole = builder.and_(second_in, pair_flag)
