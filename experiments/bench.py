@@ -86,11 +86,15 @@ def _tolerance(dtype, schedule) -> float:
     return TOLERANCE[dtype]
 
 
-def measure_shape(shape, schedules, seed=0, input_sets=3) -> list[dict]:
+def measure_shape(shape, schedules, seed=0, input_sets=3, baselines_each=False) -> list[dict]:
     """One row per schedule (None: the dispatcher's choice) at one shape. Each is checked
     first (NaN-poisoned output against one float64 reference, every element); then every
     correct schedule, torch.matmul and cupy.matmul are timed in one time_blocks call, so
-    their blocks alternate and the baselines are timed once for all."""
+    their blocks alternate and the baselines are timed once for all. `baselines_each`: each
+    schedule in a time_blocks call of its own with torch and cupy, so its ratio compares
+    runs made in the same stretch of time: the clock of a power-limited GPU rises after a
+    schedule that draws little power and sags after one that draws much, and a sweep of
+    many schedules would otherwise favour the ones that follow light ones."""
     import cupy
     import torch
 
@@ -120,13 +124,20 @@ def measure_shape(shape, schedules, seed=0, input_sets=3) -> list[dict]:
             row.update(schedule=row.get("schedule", ""), correct=False, rel_err=f"refused: {exc}"[:200])
         rows.append(row)
     del ref
-    timed["torch"] = torch.matmul
+    baselines = {"torch": torch.matmul}
     if dtype != "bfloat16":
-        timed["cupy"] = lambda x, y: cupy.matmul(cupy.from_dlpack(x), cupy.from_dlpack(y))
-    ms = time_blocks(timed, sets)
-    best = min(ms[name] for name in ("torch", "cupy") if name in ms)
+        baselines["cupy"] = lambda x, y: cupy.matmul(cupy.from_dlpack(x), cupy.from_dlpack(y))
+    if baselines_each:
+        per_row = {name: time_blocks({name: fn, **baselines}, sets) for name, fn in timed.items()}
+    else:
+        ms_all = time_blocks({**timed, **baselines}, sets)
+        per_row = {name: ms_all for name in timed}
+    # a row that was not timed (incorrect or refused) still reports the baselines
+    untimed = next(iter(per_row.values())) if per_row else time_blocks(baselines, sets)
     flop_ms = lambda t: tflops(m, n, k, t) * batch  # noqa: E731
     for i, row in enumerate(rows):
+        ms = per_row.get(f"ours{i}", untimed)
+        best = min(ms[name] for name in baselines)
         for name in ("torch", "cupy"):
             row[f"{name}_ms"] = f"{ms[name]:.4f}" if name in ms else ""
             row[f"{name}_tflops"] = f"{flop_ms(ms[name]):.1f}" if name in ms else ""
@@ -145,6 +156,8 @@ def _provenance() -> dict:
 PROTOCOL = ("correctness first (NaN-poisoned output, float64 reference, every element); then ours, "
             "torch.matmul and cupy.matmul on the same inputs, each alone: 5 warm-up runs, 3 rounds of 10 "
             "CUDA-event-timed runs, blocks alternating; the median. ratio = faster of torch and cupy / ours")
+SWEEP_PROTOCOL = PROTOCOL + ("; a sweep times each schedule with its own torch and cupy blocks, so every ratio "
+                             "compares runs from the same stretch of the GPU's clock")
 
 
 def _write(path: Path, columns, rows, meta, command, protocol=PROTOCOL):
@@ -193,6 +206,8 @@ def main(argv=None) -> int:
     p.add_argument("--schedule", type=from_spec, help="one schedule for every shape (default: the dispatcher's)")
     p.add_argument("--sweep", type=lambda s: [from_spec(x) for x in s.split(";")],
                    help="candidate schedules separated by ';' (e.g. 'v7;v7:block_n=192'), each on every shape")
+    p.add_argument("--candidates", action="store_true",
+                   help="sweep each shape over the dispatcher's candidates for it (what make_table reads)")
     p.add_argument("--out-dir", type=Path, default=RESULTS)
     p.add_argument("--tag", default="", help="suffix of the output files (shapes-TAG.csv ...)")
     args = p.parse_args(argv)
@@ -213,14 +228,16 @@ def main(argv=None) -> int:
         print("ladder within 10% of ladder.csv")
         return 0
 
-    if args.sweep:
+    if args.sweep or args.candidates:
+        from gemm.dispatch.candidates import candidates
         rows = []
         for shape in tqdm(suite_shapes(args.shapes), desc="shapes"):
-            for r in measure_shape(shape, args.sweep, seed=3):
+            schedules = args.sweep or candidates(shape["m"], shape["n"], shape["k"], shape["batch"], shape["dtype"])
+            for r in measure_shape(shape, schedules, seed=3, baselines_each=True):
                 rows.append({**r, "date": date})
                 print(f"{shape['name']:14s} {r['schedule']:44s} {r.get('ours_tflops') or '-':>7s} ratio "
                       f"{r.get('ratio') or '-'} {r['rel_err']}", flush=True)
-        _write(args.out_dir / f"sweep{suffix}.csv", SWEEP_COLUMNS, rows, meta, command)
+        _write(args.out_dir / f"sweep{suffix}.csv", SWEEP_COLUMNS, rows, meta, command, SWEEP_PROTOCOL)
         return 0
 
     if not args.ladder:
