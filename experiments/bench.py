@@ -35,7 +35,7 @@ SUITE = Path(__file__).with_name("shapes.json")
 RESULTS = results_dir()
 SHAPE_COLUMNS = ["suite", "name", "m", "n", "k", "batch", "dtype", "schedule", "ours_tflops", "torch_tflops",
                  "cupy_tflops", "ratio", "correct", "rel_err", "ours_ms", "torch_ms", "cupy_ms", "gb_per_s",
-                 "gpu", "date"]
+                 "hbm_share", "gpu", "date"]
 LADDER_COLUMNS = ["version", "schedule", "tflops", "torch_tflops", "cupy_tflops", "ratio", "correct", "rel_err",
                   "ms", "date"]
 SWEEP_COLUMNS = ["name", "m", "n", "k", "batch", "dtype", "schedule", "ours_tflops", "torch_tflops",
@@ -148,6 +148,17 @@ def measure_shape(shape, schedules, seed=0, input_sets=3, baselines_each=False) 
     return rows
 
 
+def hbm_copy_gb_per_s(nbytes: int = 1 << 30) -> float:
+    """The HBM's copy rate as a kernel sees it: a device-to-device copy of `nbytes` (torch's
+    copy_), bytes read plus bytes written over the median time of the timing protocol's blocks.
+    What the decode rows' bytes per second are a share of."""
+    import torch
+    src = torch.empty(nbytes, dtype=torch.uint8, device="cuda").random_(0, 255)
+    dst = torch.empty_like(src)
+    ms = time_blocks({"copy": lambda s, d: d.copy_(s)}, [(src, dst)])["copy"]
+    return 2 * nbytes / (ms * 1e-3) / 1e9
+
+
 def _provenance() -> dict:
     from .measure import provenance
     return provenance()
@@ -245,7 +256,13 @@ def main(argv=None) -> int:
         for shape in tqdm(suite_shapes(args.shapes), desc="suite"):
             r, = measure_shape(shape, [args.schedule], seed=1)
             rows.append({**r, "gpu": meta["gpu"], "date": date})
-        _write(args.out_dir / f"shapes{suffix}.csv", SHAPE_COLUMNS, rows, meta, command)
+        copy_rate = hbm_copy_gb_per_s()
+        for r in rows:   # bytes per second of the rows bound by memory, as a share of a copy's
+            if r.get("suite") == "decode" and r.get("gb_per_s"):
+                r["hbm_share"] = f"{float(r['gb_per_s']) / copy_rate:.3f}"
+        _write(args.out_dir / f"shapes{suffix}.csv", SHAPE_COLUMNS, rows,
+               {**meta, "hbm_copy_gb_per_s": f"{copy_rate:.0f} (a 1 GiB device-to-device copy, read + write)"},
+               command)
         print(f"\n{'shape':14s} {'schedule':28s} {'ours':>7s} {'torch':>7s} {'cupy':>7s} ratio")
         for r in rows:
             print(f"{r['name']:14s} {r['schedule'][:28]:28s} {r.get('ours_tflops') or '-':>7s} "

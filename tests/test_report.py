@@ -37,3 +37,13 @@ def test_replace_block():
     assert report.replace_block(text, "<!-- x -->", "<!-- y -->", ["new"]) == "a\n<!-- x -->\nnew\n<!-- y -->\nb\n"
     with pytest.raises(ValueError):
         report.replace_block("no markers", "<!-- x -->", "<!-- y -->", [])
+
+
+def test_the_suite_sentence_gives_the_decode_rows_share_of_the_copy_rate():
+    rows = [{"suite": "decode", "name": "dec1-up", "ratio": "0.9", "correct": "True", "hbm_share": "0.812"},
+            {"suite": "decode", "name": "dec64-up", "ratio": "1.1", "correct": "True", "hbm_share": "0.874"},
+            {"suite": "square", "name": "sq512", "ratio": "1.0", "correct": "True", "hbm_share": ""}]
+    text = report.shapes_summary(rows)
+    assert "geomean 0.997 over 3 shapes" in text
+    assert "81% (dec1-up) to 87% (dec64-up) of a device-to-device copy's rate" in text
+    assert "copy" not in report.shapes_summary(rows[2:])
