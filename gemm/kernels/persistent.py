@@ -107,8 +107,14 @@ def make_staged_epilogue(config):
     return store
 
 
+@register_jitable(inline="always")
+def partial_row(n):
+    """Floats per row of a split-K partial plane (KernelConfig.partial_row)."""
+    return (n + 3) // 4 * 4
+
+
 def make_split_k_reduce(config):
-    """`reduce(acc, smem_base, workspace, counters, slice, tile, m, n, off_m, off_n, c, ldc)`:
+    """`reduce(acc, workspace, counters, slice, tile, m, n, off_m, off_n, c, ldc)`:
     store this slice's fp32 partial, count in on the tile's counter, wait until every slice
     of the tile has, then sum this slice's share of the tile from every slice's partial, in
     slice order, into C (see the module docstring)."""
@@ -123,12 +129,12 @@ def make_split_k_reduce(config):
     reduce_strip = ptx.reduce_strip(config.block_n, SPLIT, -(-SHARE // THREADS), THREADS, config.dtype, SWAP)
 
     @register_jitable(inline="always")
-    def reduce(acc, smem_base, workspace, counters, slice_, tile, m, n, off_m, off_n, c, ldc):
+    def reduce(acc, workspace, counters, slice_, tile, m, n, off_m, off_n, c, ldc):
         tid = cuda.threadIdx.x
         lane_row = ((tid % 128) // 32) * 16 + (tid % 32) // 4
         row = off_m + (tid // 128) * ROWS + lane_row
         col = off_n + 2 * (tid % 4)
-        ldw = (n + 3) // 4 * 4                              # KernelConfig.partial_row
+        ldw = partial_row(n)
         plane = m * ldw * 4
         store(acc, workspace + slice_ * plane + (row * ldw + col) * 4, ldw, m - row, n - col, uint32(1))
         ptx.fence_gpu()
@@ -222,9 +228,10 @@ def build_persistent_kernel(config):
     give, take = make_stream_k(config) if STREAM_K else (None, None)
 
     @register_jitable(inline="always")
-    def counters_offset(m, n, batch):
-        """Where split-K's tile counters start in the workspace: KernelConfig.counters_offset."""
-        return ((SPLIT * batch * m * ((n + 3) // 4 * 4) * 4 + 255) // 256) * 256
+    def counters_offset(partials):
+        """Where the counters (split-K) or flags (stream-K) start: past `partials` bytes of
+        partials, rounded up to 256 (KernelConfig.workspace_regions)."""
+        return (partials + 255) // 256 * 256
 
     @register_jitable(inline="always")
     def work(unit, tile_units, num_iters):
@@ -303,13 +310,15 @@ def build_persistent_kernel(config):
         units = tile_units * SPLIT * batch
         a_map_step = 128 * (batched & 1)       # the next product's A map, or the same (broadcast)
         b_map_step = 128 * ((batched >> 1) & 1)
-        first_unit = first_unit_0 = ptx.div_u32(cuda.blockIdx.x, CLUSTER)
+        cta = ptx.div_u32(cuda.blockIdx.x, CLUSTER)         # (a cluster's CTAs walk one unit)
         unit_step = ptx.div_u32(cuda.gridDim.x, CLUSTER)
         # stream-K: the shared tiles' K iterations in even runs, one per CTA, then whole tiles
         shared = shared_tiles(units, unit_step) * num_iters
-        run_start = ptx.div_u32(first_unit * shared, unit_step)
-        run_end = ptx.div_u32((first_unit + 1) * shared, unit_step)
-        first_unit += ptx.div_u32(shared, num_iters) if STREAM_K else 0
+        run_start = ptx.div_u32(cta * shared, unit_step)
+        run_end = ptx.div_u32((cta + 1) * shared, unit_step)
+        first_unit = cta + (ptx.div_u32(shared, num_iters) if STREAM_K else 0)
+        plane_bytes = m * partial_row(n) * 4                # split-K: one slice's partial of one product
+        flags = workspace + counters_offset(unit_step * SLOT_BYTES if STREAM_K else SPLIT * batch * plane_bytes)
 
         if tid >= CONSUMER_THREADS:
             # the producer warpgroup: one thread keeps the ring full, tile after tile
@@ -373,18 +382,16 @@ def build_persistent_kernel(config):
                     if done_stage == STAGES:
                         done_stage = 0
                 if SPLIT > 1:
-                    split_k_reduce(acc, base, workspace + product * (SPLIT * m * ((n + 3) // 4 * 4) * 4),
-                                   workspace + counters_offset(m, n, batch), slice_,
+                    split_k_reduce(acc, workspace + product * SPLIT * plane_bytes, flags, slice_,
                                    (product * tile_units + tile_unit) * CLUSTER + rank,
                                    m, n, off_m, off_n, c + product * (m * ldc * 2), ldc)
                     continue
                 if STREAM_K and first_k > 0:   # a later share of a tile another CTA finishes
-                    give(acc, workspace, workspace + ((unit_step * SLOT_BYTES + 255) // 256) * 256, first_unit_0)
+                    give(acc, workspace, flags, cta)
                     continue
                 if STREAM_K and count_k < num_iters:   # the first share of a shared tile: finish it
                     tile_end = (product * tile_units + tile_unit + 1) * num_iters
-                    acc = take(acc, workspace, workspace + ((unit_step * SLOT_BYTES + 255) // 256) * 256,
-                               first_unit_0, tile_end, unit_step, shared)
+                    acc = take(acc, workspace, flags, cta, tile_end, unit_step, shared)
                 if TMA_STORE:
                     map_c = tmap_c + product * 128
                     if product > 0 and tid % 128 == 0:
