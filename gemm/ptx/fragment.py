@@ -41,13 +41,21 @@ def accumulator_zeros(count, accumulate="float32"):
     return zeros
 
 
+def convert_pair(builder, lo, hi, out_dtype):
+    """Two fp32 values as one 32-bit word of two 16-bit `out_dtype` values, `lo` in the low half."""
+    return emit(builder, f"{CONVERT[out_dtype]} $0, $2, $1;", "=r,f,f", (lo, hi), I32)
+
+
+def convert_one(builder, value, out_dtype):
+    """One fp32 value as a 16-bit `out_dtype` value."""
+    return emit(builder, f"{CONVERT_ONE[out_dtype]} $0, $1;", "=h,f", (value,), I16)
+
+
 def _packed_pair(builder, acc, index, out_dtype, accumulate):
     """The 32-bit word holding the column pair at fp32-layout index `index` in C's dtype."""
     if accumulate == "float16":
         return builder.extract_value(acc, index // 2)  # already fp16x2
-    lo = builder.extract_value(acc, index)
-    hi = builder.extract_value(acc, index + 1)
-    return emit(builder, f"{CONVERT[out_dtype]} $0, $2, $1;", "=r,f,f", (lo, hi), I32)
+    return convert_pair(builder, builder.extract_value(acc, index), builder.extract_value(acc, index + 1), out_dtype)
 
 
 def fragment_coords(m_blocks, n):
@@ -111,8 +119,7 @@ def store_accumulators(m_blocks, n, out_dtype, accumulate="float32", transposed=
                             if out_dtype == "float32":
                                 store(builder, at, value, F32)
                             else:
-                                store(builder, at, emit(builder, f"{CONVERT_ONE[out_dtype]} $0, $1;", "=h,f",
-                                                        (value,), I16), I16)
+                                store(builder, at, convert_one(builder, value, out_dtype), I16)
                     continue
                 addr = builder.add(corner_v, builder.add(builder.mul(row_bytes, ir.Constant(I64, row)),
                                                          ir.Constant(I64, col * elem_bytes)))

@@ -18,7 +18,7 @@ from numba.cuda.extending import intrinsic
 from numba.cuda.typing import signature
 
 from ._asm import F32, I16, I32, I64, asm_intrinsic, emit
-from .fragment import CONVERT, CONVERT_ONE
+from .fragment import CONVERT, convert_one, convert_pair
 
 fence_gpu = asm_intrinsic(
     "fence_gpu", "fence.acq_rel.gpu;", "",
@@ -73,8 +73,8 @@ def reduce_strip(block_n, slices, per_thread, threads, out_dtype, transposed=Fal
             quad = builder.icmp_unsigned("!=", quad_v, i32(0))
 
             def store16(addr, value):
-                half = emit(builder, f"{CONVERT_ONE[out_dtype]} $0, $1;", "=h,f", (value,), I16)
-                builder.store(half, builder.inttoptr(addr, ir.PointerType(I16, addrspace=1)), align=2)
+                builder.store(convert_one(builder, value, out_dtype),
+                              builder.inttoptr(addr, ir.PointerType(I16, addrspace=1)), align=2)
 
             for g in range(0, per_thread, group):
                 chunks = []
@@ -107,8 +107,7 @@ def reduce_strip(block_n, slices, per_thread, threads, out_dtype, transposed=Fal
                         whole = builder.and_(quad, builder.icmp_signed(">=", left, i32(4)))
                         with builder.if_else(whole) as (as_quad, one_by_one):
                             with as_quad:
-                                words = [emit(builder, f"{CONVERT[out_dtype]} $0, $2, $1;", "=r,f,f",
-                                              (sums[e], sums[e + 1]), I32) for e in (0, 2)]
+                                words = [convert_pair(builder, sums[e], sums[e + 1], out_dtype) for e in (0, 2)]
                                 emit(builder, "st.global.v2.b32 [$0], {$1, $2};", "l,r,r", (at_c, *words))
                             with one_by_one:
                                 for e in range(4):
