@@ -62,6 +62,10 @@ def main(argv=None) -> int:
     if scored:
         print(f"{sum(x >= WITHIN for x in scored)} of {len(scored)} shapes within 3% of the best swept candidate; "
               f"geomean pick/best {math.exp(sum(map(math.log, scored)) / len(scored)):.3f} -> {out}")
+    swept = [float(r["picked_swept_ratio"]) / float(r["best_swept_ratio"]) for r in rows if r.get("picked_swept_ratio")]
+    if swept:
+        print(f"the pick as the sweeps measured it: {sum(x >= WITHIN for x in swept)} of {len(swept)} within 3% of "
+              f"the best, geomean {math.exp(sum(map(math.log, swept)) / len(swept)):.3f}")
     return 0
 
 

@@ -153,9 +153,15 @@ def picks_summary(picks: list[dict]) -> str:
     if not scored:
         return ""
     worst = min((float(r["pick_over_best"]), r["name"]) for r in picks if r.get("pick_over_best"))
+    # the pick as the sweep itself measured it, beside every other candidate in the same run
+    swept = [float(r["picked_swept_ratio"]) / float(r["best_swept_ratio"]) for r in picks
+             if r.get("picked_swept_ratio") and r.get("best_swept_ratio")]
+    same_run = (f"; as the sweep measured the pick beside the others, {sum(x >= 0.97 for x in swept)} of "
+                f"{len(swept)}" if swept else "")
     return (f"**The dispatcher's picks** (`python -m experiments.picks`, picks.csv): on "
             f"{sum(x >= 0.97 for x in scored)} of {len(scored)} suite shapes within 3% of the best candidate "
-            f"the sweeps measured there (ratios to cuBLAS from different runs); lowest {worst[0]:.2f} ({worst[1]}).")
+            f"the sweeps measured there (ratios to cuBLAS from different runs){same_run}; "
+            f"lowest {worst[0]:.2f} ({worst[1]}).")
 
 
 def _preset(v: str) -> str:

@@ -436,8 +436,20 @@ def _run(sched, call: _Call, dev, launch_gemm, tma_storable):
                    and (step * 2) % 16 == 0)
         if mat.kind != "numpy" and aligned:
             return mat.address, major, ld, step
-        # Copy to row-major device matrices whose rows are 16-byte aligned.
         rows, cols = mat.shape[-2:]
+        lines, width = (rows, cols) if major == "row" else (cols, rows)
+        if mat.kind != "numpy" and major is not None and mat.batch == 1 and (ld >= width or lines == 1):
+            # One matrix whose lines (rows, or columns of a column-major one) are contiguous and
+            # do not overlap: a pitched copy (cudaMemcpy2DAsync) into lines 16 bytes apart, in
+            # the order they lie, on the call's stream: a copy engine's pass, where an
+            # elementwise kernel on 2-byte elements takes several times longer.
+            pitch = -(-width // 8) * 8
+            buf = cupy.empty((lines, pitch), dtype=cupy.uint16)
+            cupy.cuda.runtime.memcpy2DAsync(buf.data.ptr, pitch * 2, mat.address, max(ld, width) * 2, width * 2,
+                                            lines, cupy.cuda.runtime.memcpyDeviceToDevice, stream)
+            copies.append(buf)
+            return buf.data.ptr, major, pitch, 0
+        # Otherwise copy to row-major device matrices whose rows are 16-byte aligned.
         padded = -(-cols // 8) * 8
         lead = mat.shape[:-2] if mat.batch > 1 else ()
         if mat.kind == "numpy":
@@ -452,6 +464,7 @@ def _run(sched, call: _Call, dev, launch_gemm, tma_storable):
         copies.append(buf)
         return buf.data.ptr, "row", padded, (rows * padded if lead else 0)
 
+    stream = _stream_handle(A.kind, dev.device_id)
     # A batch of A against one B whose rows run on from matrix to matrix is one product with
     # batch x M rows (a linear layer applied to a batch of sequences).
     fold = (batch > 1 and B.batch == 1 and A.batch > 1 and _majorness(A)[0] == "row"
@@ -481,7 +494,6 @@ def _run(sched, call: _Call, dev, launch_gemm, tma_storable):
                              "kernels (v6, v7 and their variations)")
     if sched.epilogue == "tma" and not tma_storable(c_addr, ldc):
         sched = _direct_epilogue(sched)   # TMA cannot address C's rows: store from registers
-    stream = _stream_handle(A.kind, dev.device_id)
     if sched.swap_ab:
         # C^T = B^T A^T: B^T [N, K] is the kernel's A and A^T [K, M] its B, each K-contiguous
         # exactly where the operand it is a view of was; the kernel writes C^T into C transposed
@@ -508,12 +520,18 @@ def _run(sched, call: _Call, dev, launch_gemm, tma_storable):
 def _allocator(A: _Matrix, shape):
     """A function making the result array: (array, device address)."""
     if A.kind == "torch":
-        # new_empty on a tensor of no elements of the operand's dtype and device: cheaper than
-        # torch.empty with dtype= and device= to parse, and it keeps no reference to the operand
-        template = A.array.new_empty(0)
+        # empty_like of a one-element tensor of the operand's dtype and device expanded to the
+        # result's shape: a fresh contiguous tensor (an expanded template is not dense, so its
+        # strides are not copied), with no size list to parse: about 1 us less than new_empty
+        # or torch.empty with dtype= and device=. It keeps no reference to the operand.
+        import torch
+        template = A.array.new_empty(1).expand(shape)
+        empty_like = torch.empty_like
+        if not empty_like(template).is_contiguous():   # not so in some torch: the plain way
+            template, empty_like = A.array.new_empty(0), (lambda t: t.new_empty(shape))
 
         def allocate():
-            r = template.new_empty(shape)
+            r = empty_like(template)
             return r, r.data_ptr()
         return allocate
     import cupy

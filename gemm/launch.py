@@ -208,10 +208,11 @@ def launch_gemm(loaded: LoadedKernel, a: int, lda: int, b: int, ldb: int, c: int
 
 def _check_stream_k_positions(cfg: KernelConfig, m: int, n: int, k: int, batch: int, ctas: int) -> None:
     """The stream-K kernel finds each CTA's share with 32-bit arithmetic: CTA index x (shared
-    tiles x K iterations), shared tiles at most two waves of the grid, must stay below 2^32."""
+    tiles x K iterations), shared tiles at most stream_k_waves + 1 waves of the grid, must stay
+    below 2^32."""
     from .schedule import ScheduleError
     iterations = -(-k // cfg.block_k)
-    shared = min(cfg.units(m, n, batch), 2 * ctas)
+    shared = min(cfg.units(m, n, batch), (cfg.schedule.stream_k_waves + 1) * ctas)
     if ctas * shared * iterations >= 1 << 32:
         raise ScheduleError(f"stream_k: K={k} is too long for the kernel's 32-bit positions over {ctas} CTAs "
                             f"(at most {((1 << 32) - 1) // (ctas * shared) * cfg.block_k}); use split_k or none")

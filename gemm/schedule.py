@@ -48,6 +48,7 @@ RASTERS = ("row", "column", "grouped")
 EPILOGUES = ("direct", "tma")
 PHASE_STORAGE = ("register", "local")
 ACCUMULATE = ("float32", "float16")
+MAX_STREAM_K_WAVES = 2      # full waves stream-K may share besides the partial one
 
 
 class ScheduleError(ValueError):
@@ -95,8 +96,10 @@ class Schedule:
     # --- parallelism for small grids ---
     split_k: int = 1                # K cut into this many slices: fp32 partials, then a reduce
     swap_ab: bool = False           # compute C^T = B^T A^T: a small M becomes WGMMA's N
-    stream_k: bool = False          # the last partial wave's tiles (and one full wave) shared out
-                                    # evenly by K iteration over the persistent grid
+    stream_k: bool = False          # the last partial wave's tiles (and stream_k_waves full waves
+                                    # before it) shared out evenly by K iteration over the
+                                    # persistent grid
+    stream_k_waves: int = 1         # full waves shared besides the partial one (CUTLASS: 1-2)
     name: str = "custom"
 
     # ---- derived quantities (one place for both the kernels and the model) ----
@@ -250,6 +253,9 @@ class Schedule:
         need(not self.stream_k or self.persistent,
              "stream_k shares tiles out over a persistent grid: it needs persistent=True")
         need(not (self.stream_k and self.split_k > 1), "stream_k and split_k > 1 both cut K: choose one")
+        need(0 <= self.stream_k_waves <= MAX_STREAM_K_WAVES,
+             f"stream_k_waves={self.stream_k_waves}: stream-K shares 0 to {MAX_STREAM_K_WAVES} full waves "
+             "besides the partial one")
         for axis, size in (("cluster_m", self.cluster_m), ("cluster_n", self.cluster_n)):
             need(size >= 1 and size & (size - 1) == 0, f"{axis}={size} must be a power of two")
         need(self.cluster_size <= MAX_CLUSTER_SIZE,

@@ -116,9 +116,9 @@ def launch_grid(s: Schedule, m: int, n: int, k: int, batch: int = 1, slots: int 
         ctas = cap if s.stream_k else min(padded, cap)
         per_cta = math.ceil(padded / ctas)
         if s.stream_k and units % ctas:
-            # the kernel's split: the last partial wave's tiles and one full wave before them are
-            # shared out evenly by K iteration; the waves before those run whole tiles
-            whole_waves = max(0, units // ctas - 1)
+            # the kernel's split: the last partial wave's tiles and stream_k_waves full waves
+            # before them are shared out evenly by K iteration; the waves before run whole tiles
+            whole_waves = max(0, units // ctas - s.stream_k_waves)
             sk_run = math.ceil((units - whole_waves * ctas) * k_iters / ctas)
             sk_iters = whole_waves * k_iters + sk_run
     else:

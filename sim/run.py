@@ -25,7 +25,7 @@ _KNOBS = {"stages": "stages", "sync_per_iter": "syncs_per_iter", "consumer_warpg
           "persistent": "persistent", "cluster_m": "cluster_m", "cluster_n": "cluster_n",
           "producer_registers": "producer_registers", "consumer_registers": "consumer_registers",
           "accumulate": "accumulate", "split_k": "split_k", "swap_ab": "swap_ab",
-          "stream_k": "stream_k"}
+          "stream_k": "stream_k", "stream_k_waves": "stream_k_waves"}
 _BOOLEAN = ("runtime_stage_index", "persistent", "swap_ab", "stream_k")
 
 
@@ -61,7 +61,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--split-k", type=int, help="K slices: fp32 partials, summed in shares by each tile's CTAs")
     p.add_argument("--swap-ab", type=int, choices=(0, 1), help="1: compute C^T = B^T A^T (a small M becomes WGMMA's N)")
     p.add_argument("--stream-k", type=int, choices=(0, 1),
-                   help="1: share the last partial wave's tiles (and one wave before) out by K iteration")
+                   help="1: share the last partial wave's tiles (and --stream-k-waves before) out by K iteration")
+    p.add_argument("--stream-k-waves", type=int, help="stream-K: full waves shared besides the partial one (default 1)")
     p.add_argument("--batch", type=int, default=1, help="independent products in one launch (grid = tiles x batch)")
     p.add_argument("--registers", type=int, help="the built kernel's registers per thread (ptxas), for residency, "
                    "instead of the model's estimate")

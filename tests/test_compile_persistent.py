@@ -105,6 +105,8 @@ def test_kernel_gaps_raise(changes, limit):
     (dict(block_n=256, block_m=256), "accumulator registers"),
     (dict(stream_k=True, persistent=False), "needs persistent=True"),
     (dict(stream_k=True, split_k=2), "choose one"),
+    (dict(stream_k=True, stream_k_waves=3), "0 to 2 full waves"),
+    (dict(stream_k=True, stream_k_waves=-1), "0 to 2 full waves"),
 ])
 def test_impossible_schedules_name_the_limit(changes, limit):
     with pytest.raises(ScheduleError, match=limit):

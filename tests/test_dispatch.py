@@ -34,6 +34,15 @@ def test_split_k_only_where_k_is_long_enough():
     assert {s.split_k for s in long_k} >= {1, 2, 4}
 
 
+def test_stream_k_only_where_the_tiles_are_fewer_than_the_sms():
+    """Sharing tiles by K iteration lost to whole tiles wherever they filled a wave (runs 10, 20);
+    it stays a candidate for grids smaller than the GPU."""
+    assert not any(s.stream_k for s in candidates(4096, 4096, 4096))        # 512 tiles of 128x256
+    assert any(s.stream_k for s in candidates(2048, 2048, 2048))            # 128 tiles of 128x256
+    small = {s.block_n for s in candidates(1536, 2048, 4096) if s.stream_k}  # 96 of 256 wide, 192 of 128
+    assert small == {256}
+
+
 def _table(monkeypatch, tmp_path, rules):
     monkeypatch.setattr(table, "TABLES", tmp_path)
     table.load.cache_clear()

@@ -29,6 +29,8 @@ SCHEDULES = {
                                  producer_registers=0, consumer_registers=0),
     # stream-K: the last partial wave's tiles and one wave before them shared out by K iteration
     "v7-stream-k": preset("v7", stream_k=True),
+    # ... or the last partial wave's alone (every tile when there are fewer than CTAs)
+    "v7-stream-k-partial-wave": preset("v7", stream_k=True, stream_k_waves=0),
     "v7-128-stream-k-direct": preset("v7", block_n=128, stages=4, stream_k=True, epilogue="direct"),
     "v7-swap-ab-stream-k": preset("v7", block_n=64, stages=8, swap_ab=True, epilogue="direct",
                                   producer_registers=0, consumer_registers=0, stream_k=True),
@@ -120,7 +122,7 @@ def test_exact_on_small_integers(name):
 
 
 @pytest.mark.parametrize("name", ["v7", "v7-128-splitk3", "v7-64x128-splitk4", "v7-swap-ab-splitk4", "v7-stream-k",
-                                  "v7-128-stream-k-direct"])
+                                  "v7-stream-k-partial-wave", "v7-128-stream-k-direct"])
 def test_repeated_calls_are_bitwise_equal(name):
     """The same inputs give the same bits launch after launch: no race between the producer's
     refills, the partner's multicast and the consumers' reads or the staged stores; split-K

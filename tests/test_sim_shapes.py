@@ -140,6 +140,18 @@ def test_stream_k_evens_out_a_partial_last_wave(g):
     assert even[0].ms == pytest.approx(even[1].ms)
 
 
+def test_stream_k_waves_sets_how_much_is_shared(g):
+    """stream_k_waves full waves are shared besides the partial one: 512 tiles of 172 K
+    iterations on 132 CTAs share 116 tiles with none (a run of 152 iterations, then 3 whole
+    tiles: 668 in all), 248 with one (a run of 324, then 2 whole tiles), 380 with two (496,
+    then one). The busiest CTA's count is the same; the runs, and so the partials, grow."""
+    from sim.engines import launch_grid
+    s = preset("v7", cluster_m=1, stream_k=True)
+    grids = {w: launch_grid(s.replace(stream_k_waves=w), 4096, 4096, 11008, slots=g.sm_count) for w in (0, 1, 2)}
+    assert {w: (lg.stream_k_run, lg.stream_k_iters) for w, lg in grids.items()} == {
+        0: (152, 668), 1: (324, 668), 2: (496, 668)}
+
+
 def test_persistent_pays_the_prologue_once_and_hides_the_epilogue(g):
     """A persistent CTA starts once and its producer loads the next tile while the consumers
     store this one: with many short tiles it beats one CTA per tile on the same tile and ring."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from ..limits import SM_COUNT_H100_H200
 from ..schedule import Schedule, from_spec
 
 ONE_WARPGROUP = "consumer_warpgroups=1,producer_registers=0,consumer_registers=0"
@@ -61,14 +62,19 @@ def all_candidates() -> tuple[Schedule, ...]:
     return tuple(from_spec(spec) for spec in SPECS)
 
 
-def candidates(m: int, n: int, k: int, batch: int = 1, dtype: str = "float16") -> list[Schedule]:
+def candidates(m: int, n: int, k: int, batch: int = 1, dtype: str = "float16",
+               sm_count: int = SM_COUNT_H100_H200) -> list[Schedule]:
     """The candidates worth considering for one shape: split-K only where K holds at least
-    4 K tiles per slice (less would spend more on the partials than it wins); for a batch,
-    only the kernels that run batches (the producer-warpgroup ones, not swap-AB); swap-AB
-    only where one tile of its narrow N holds all of M."""
+    4 K tiles per slice (less would spend more on the partials than it wins); stream-K only
+    where its tiles are fewer than the SMs (with a full wave or more, sharing tiles by K
+    iteration measured 3-27% slower than whole tiles: docs/research/notes.md items 84, 87);
+    for a batch, only the kernels that run batches (the producer-warpgroup ones, not
+    swap-AB); swap-AB only where one tile of its narrow N holds all of M."""
     out = []
     for s in all_candidates():
         if s.split_k > 1 and k < 4 * s.split_k * s.block_k:
+            continue
+        if s.stream_k and -(-m // s.block_m) * -(-n // s.block_n) * batch >= sm_count:
             continue
         if batch > 1 and (s.producer_warps != 4 or s.swap_ab):
             continue

@@ -42,8 +42,8 @@ kernel changes four things, each a Schedule field:
                       its peers reach before they wait themselves. More, smaller units fill
                       a GPU that the tiles alone would leave idle.
   stream_k            a grid whose tiles do not fill whole waves leaves SMs idle in the last
-                      one. The last partial wave's tiles and one full wave before them (all
-                      tiles, if fewer than CTAs) are shared out by K iteration instead: CTA g
+                      one. The last partial wave's tiles and stream_k_waves full waves before
+                      them (all tiles, if fewer) are shared out by K iteration instead: CTA g
                       takes iterations [g S / G, (g+1) S / G) of those tiles' S in all, cut at
                       tile boundaries, then whole tiles. A piece that ends a tile (K tiles from
                       some point to the last) belongs to a tile another CTA finishes: its
@@ -211,7 +211,7 @@ def build_persistent_kernel(config):
     CLUSTER = s.cluster_size
     IN_FLIGHT = s.wgmma_in_flight
     SPLIT = s.split_k
-    STREAM_K = s.stream_k
+    STREAM_K, STREAM_K_WAVES = s.stream_k, s.stream_k_waves
     SETMAXNREG = s.uses_setmaxnreg
     PRODUCER_REGS, CONSUMER_REGS = s.producer_registers, s.consumer_registers
     TMA_STORE = s.epilogue == "tma"
@@ -245,15 +245,15 @@ def build_persistent_kernel(config):
 
     @register_jitable(inline="always")
     def shared_tiles(tiles, ctas):
-        """Stream-K's shared tiles: the last partial wave's and one full wave before it (every
-        tile when there are fewer than CTAs); none when the tiles fill whole waves. They come
+        """Stream-K's shared tiles: the last partial wave's and STREAM_K_WAVES full waves before
+        it (every tile when there are no more); none when the tiles fill whole waves. They come
         first, each CTA taking an even run of their K iterations; whole tiles follow."""
         if not STREAM_K:
             return uint32(0)
         waves = ptx.div_u32(tiles, ctas)
         if tiles == waves * ctas:
             return uint32(0)
-        return uint32(tiles) if waves == 0 else uint32(tiles - (waves - 1) * ctas)
+        return uint32(tiles) if waves <= STREAM_K_WAVES else uint32(tiles - (waves - STREAM_K_WAVES) * ctas)
 
     @register_jitable(inline="always")
     def next_work(pos, end, unit, units, tile_units, num_iters, unit_step):

@@ -76,7 +76,10 @@ def build_specialized_kernel(config):
                         stage, phase = 0, phase ^ 1
             return
 
-        # consumer warpgroups
+        # consumer warpgroups. (The persistent kernel's consumers run the same loop over a tile's
+        # K tiles. Written once as a shared inlined helper, this kernel's copy made ptxas
+        # serialize the WGMMAs of rings with wgmma_in_flight > 0 (C7515: the accumulators'
+        # zero-trip copies landed inside the WGMMA pipeline), so each kernel keeps its own.)
         warpgroup = tid // 128
         releases = tid % 32 == 0           # lane 0 of each consumer warp
         acc = zeros()

@@ -1,0 +1,53 @@
+"""experiments.score without a GPU: the model's choices among a shape's measured candidates."""
+from pathlib import Path
+
+import pytest
+
+from experiments.score import score
+
+MEASURED_HEADER = "name,m,n,k,batch,dtype,schedule,ours_tflops,ratio,correct"
+PREDICTED_HEADER = "name,m,n,k,batch,dtype,schedule,predicted_ms"
+
+
+def _write(path: Path, header: str, rows: list[str]) -> Path:
+    path.write_text("# written by the test\n" + "\n".join([header] + rows) + "\n")
+    return path
+
+
+@pytest.fixture
+def files(tmp_path):
+    """One shape, four candidates. By TFLOPS, v7:cluster_m=2 is fastest; by the ratio to the
+    cuBLAS timed beside each (what make_table chooses by) v7 is. The model ranks
+    v7:cluster_m=2, v2:block_n=192, v7, then v7:block_n=192,stages=4,cluster_m=2; stream-K
+    (the model's favourite) is no candidate at 4096^3, where its tiles fill waves."""
+    shape = "sq4096,4096,4096,4096,1,float16"
+    measured = _write(tmp_path / "measured.csv", MEASURED_HEADER, [
+        f'{shape},v7,740,1.000,True',
+        f'{shape},v7:cluster_m=2,750,0.960,True',
+        f'{shape},v2:block_n=192,600,0.800,True',
+        f'{shape},"v7:block_n=192,stages=4,cluster_m=2",700,0.930,True',
+        f'{shape},v7:stream_k=true,760,1.100,True',
+    ])
+    predicted = _write(tmp_path / "predicted.csv", PREDICTED_HEADER, [
+        f'{shape},v7:stream_k=true,0.10',
+        f'{shape},v7:cluster_m=2,0.20',
+        f'{shape},v2:block_n=192,0.21',
+        f'{shape},v7,0.22',
+        f'{shape},"v7:block_n=192,stages=4,cluster_m=2",0.23',
+    ])
+    return predicted, measured
+
+
+def test_choices_compare_ratios_among_the_candidates(files):
+    res = score(*files)
+    (name, first, first_share), = res["choices"]
+    assert (name, first) == ("sq4096", "v7:cluster_m=2") and first_share == pytest.approx(0.96)
+    (_, tuned, tuned_share), = res["tuned"]      # the model's first three, timed: v7 among them
+    assert tuned == "v7" and tuned_share == 1.0
+
+
+def test_every_measured_row_is_scored_for_error(files):
+    res = score(*files)
+    assert res["rows"] == 5 and not res["missing"]
+    assert res["timings"]["one call"]["errors"][("sq4096", "v7:stream_k=true")] == pytest.approx(
+        2.0 * 4096 ** 3 / 0.10e-3 / 1e12 / 760 - 1)
