@@ -16,6 +16,7 @@ SCHEDULES = {
     "v7-cluster-direct": preset("v7", cluster_m=2, epilogue="direct"),
     "v7-192-s4-inflight": preset("v7", block_n=192, stages=4, wgmma_in_flight=1),
     "v7-256x128": preset("v7", block_m=256, block_n=128, cluster_n=2),
+    "v7-176": preset("v7", block_n=176),        # N not a power of two: WGMMA n=176, TMA-stored C boxes
     "v7-160-one-tile-per-cta": preset("v7", block_n=160, persistent=False, producer_registers=0,
                                       consumer_registers=0),
     "v6": preset("v6"),

@@ -23,6 +23,8 @@ SPECS = (
     "v7",                                                        # 128x256, persistent
     "v7:cluster_m=2",                                            # a cluster of 2 sharing B
     "v7:block_n=192,stages=4,cluster_m=2",
+    "v7:block_n=176",                                            # 128x176: 126 tiles of a 22016-wide
+                                                                 # product on 132 SMs, where 128x256 has 86
     "v7:block_m=256,block_n=128,cluster_n=2",                    # 256x128, a cluster sharing A
     "v7:block_n=128,stages=4,cluster_m=2",                       # 128x128
     "v7:stream_k=true",                                          # stream-K: the last waves evened out
