@@ -37,8 +37,10 @@ def picks(shapes: list[dict], sweeps: list[dict]) -> list[dict]:
         if ratios:
             best = max(ratios, key=ratios.get)
             ratio = float(r["ratio"]) / ratios[best]
+            swept = ratios.get(r["schedule"])   # the pick as the sweep measured it, beside the others
             row.update(best_swept=best, best_swept_ratio=f"{ratios[best]:.3f}",
-                       picked_swept_ratio=f"{ratios[r['schedule']]:.3f}" if r["schedule"] in ratios else "",
+                       picked_swept_ratio=f"{swept:.3f}" if swept else "",
+                       swept_pick_over_best=f"{swept / ratios[best]:.3f}" if swept else "",
                        pick_over_best=f"{ratio:.3f}", within_3pct=ratio >= WITHIN)
         out.append(row)
     return out
@@ -53,7 +55,8 @@ def main(argv=None) -> int:
     out = args.results / "picks.csv"
     write_csv(out, rows, [f"derived by python -m experiments.picks from shapes.csv and "
                           f"{', '.join(path.name for path in sweep_paths)}",
-                          "pick_over_best: the dispatcher's measured ratio / the best swept candidate's ratio"])
+                          "pick_over_best: the dispatcher's measured ratio / the best swept candidate's ratio",
+                          "swept_pick_over_best: the pick's ratio in the sweep / the best swept candidate's ratio"])
     print(f"{'shape':14s} {'picked':44s} {'ratio':>6s}  {'best swept':44s} {'ratio':>6s} pick/best")
     for r in rows:
         print(f"{r['name']:14s} {r['picked'][:44]:44s} {r['picked_ratio']:>6s}  {r.get('best_swept', '-')[:44]:44s} "
@@ -62,7 +65,7 @@ def main(argv=None) -> int:
     if scored:
         print(f"{sum(x >= WITHIN for x in scored)} of {len(scored)} shapes within 3% of the best swept candidate; "
               f"geomean pick/best {math.exp(sum(map(math.log, scored)) / len(scored)):.3f} -> {out}")
-    swept = [float(r["picked_swept_ratio"]) / float(r["best_swept_ratio"]) for r in rows if r.get("picked_swept_ratio")]
+    swept = [float(r["swept_pick_over_best"]) for r in rows if r.get("swept_pick_over_best")]
     if swept:
         print(f"the pick as the sweeps measured it: {sum(x >= WITHIN for x in swept)} of {len(swept)} within 3% of "
               f"the best, geomean {math.exp(sum(map(math.log, swept)) / len(swept)):.3f}")

@@ -153,9 +153,7 @@ def picks_summary(picks: list[dict]) -> str:
     if not scored:
         return ""
     worst = min((float(r["pick_over_best"]), r["name"]) for r in picks if r.get("pick_over_best"))
-    # the pick as the sweep itself measured it, beside every other candidate in the same run
-    swept = [float(r["picked_swept_ratio"]) / float(r["best_swept_ratio"]) for r in picks
-             if r.get("picked_swept_ratio") and r.get("best_swept_ratio")]
+    swept = [float(r["swept_pick_over_best"]) for r in picks if r.get("swept_pick_over_best")]
     same_run = (f"; as the sweep measured the pick beside the others, {sum(x >= 0.97 for x in swept)} of "
                 f"{len(swept)}" if swept else "")
     return (f"**The dispatcher's picks** (`python -m experiments.picks`, picks.csv): on "
