@@ -93,10 +93,6 @@ class Schedule:
     cluster_n: int = 1              # along N: they share each A tile
     producer_registers: int = 0     # setmaxnreg: the producer warpgroup shrinks to this many
     consumer_registers: int = 0     # registers and the consumers grow to this (0: no setmaxnreg)
-    c_staging_boxes: int = 0        # persistent TMA-store epilogue: each consumer warpgroup stages
-                                    # C through this many boxes (c_box_columns wide) of shared
-                                    # memory, box after box, instead of its whole share at once;
-                                    # the bytes saved can deepen the ring (0: the whole share)
     # --- parallelism for small grids ---
     split_k: int = 1                # K cut into this many slices: fp32 partials, then a reduce
     swap_ab: bool = False           # compute C^T = B^T A^T: a small M becomes WGMMA's N
@@ -128,27 +124,13 @@ class Schedule:
         return 8 * per_stage * self.stages
 
     @property
-    def c_box_columns(self) -> int:
-        """Columns of one box of the staged C tile: one swizzle row (128, 64 or 32 bytes), the
-        widest that divides block_n (gemm.smem_layout.StagingLayout)."""
-        return next((cols for cols in (64, 32, 16) if self.block_n % cols == 0), 0)
-
-    @property
-    def c_boxes(self) -> int:
-        """Boxes across a warpgroup's share of the staged C tile."""
-        return self.block_n // self.c_box_columns if self.c_box_columns else 0
-
-    @property
     def epilogue_bytes(self) -> int:
         """Shared memory the TMA-store epilogue stages C in (16-bit). A persistent kernel keeps
-        its own C tile (or c_staging_boxes boxes of it per warpgroup), since the producer
-        refills the ring meanwhile; otherwise the epilogue reuses the drained ring and needs
-        only what the ring lacks."""
+        its own C tile, since the producer refills the ring meanwhile; otherwise the epilogue
+        reuses the drained ring and needs only what the ring lacks."""
         if self.epilogue != "tma":
             return 0
         c_tile = self.block_m * self.block_n * INPUT_BYTES
-        if self.persistent and self.c_staging_boxes:
-            return self.block_m * self.c_box_columns * self.c_staging_boxes * INPUT_BYTES
         return c_tile if self.persistent else max(0, c_tile - self.ring_bytes)
 
     @property
@@ -238,14 +220,6 @@ class Schedule:
              f"{MAX_REGISTERS_PER_THREAD}"
              + (f", setmaxnreg {self.consumer_registers}" if self.uses_setmaxnreg else "")
              + "); use more consumer warpgroups, setmaxnreg, fp16 accumulation or a smaller tile")
-        need(self.c_staging_boxes >= 0, f"c_staging_boxes must be >= 0, got {self.c_staging_boxes}")
-        if self.c_staging_boxes:
-            need(self.epilogue == "tma" and self.persistent,
-                 "c_staging_boxes stages C box by box in the persistent TMA-store epilogue "
-                 "(epilogue='tma', persistent=True); the others stage the whole tile")
-            need(self.c_boxes % self.c_staging_boxes == 0,
-                 f"c_staging_boxes={self.c_staging_boxes} must divide the {self.c_boxes} boxes of "
-                 f"{self.c_box_columns} columns across block_n={self.block_n}")
         need(self.shared_bytes <= MAX_SHARED_BYTES_PER_BLOCK,
              f"needs {self.shared_bytes} bytes of shared memory ({self.stages} stages x "
              f"{self.k_iteration_bytes} B + barriers/epilogue/alignment); a block may use at most "

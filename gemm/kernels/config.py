@@ -88,13 +88,6 @@ class KernelConfig:
         return StagingLayout(s.rows_per_warpgroup, s.block_n) if s.epilogue == "tma" else None
 
     @property
-    def c_region_bytes(self) -> int:
-        """Shared memory each consumer warpgroup stages C in: its whole share of the tile, or
-        c_staging_boxes boxes of it, reused box by box."""
-        layout = self.c_layout
-        return layout.box_bytes * (self.schedule.c_staging_boxes or layout.boxes) if layout else 0
-
-    @property
     def consumer_warps(self): return 4 * self.schedule.consumer_warpgroups
 
     @property
@@ -121,7 +114,8 @@ class KernelConfig:
     @property
     def barrier_offset(self) -> int:
         ring_end = self.b_offset + self.stages * self.b_layout.tile_bytes
-        c_end = self.c_offset + self.c_region_bytes * self.schedule.consumer_warpgroups
+        c_end = self.c_offset + (self.c_layout.tile_bytes * self.schedule.consumer_warpgroups
+                                 if self.c_layout else 0)
         return max(ring_end, c_end)
 
     @property

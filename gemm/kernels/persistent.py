@@ -24,9 +24,7 @@ kernel changes four things, each a Schedule field:
                       writes them with stmatrix into a swizzled C tile in shared memory,
                       then one thread TMA-stores it; TMA clips the edges itself. Before the
                       next tile overwrites that staging tile, the thread waits until the
-                      store has read it (cp.async.bulk.wait_group.read). With
-                      c_staging_boxes the share goes through that many boxes of shared
-                      memory, one box at a time, so the ring can take the rest.
+                      store has read it (cp.async.bulk.wait_group.read).
 
   batch               (an argument, not a field) `batch` independent products in one launch:
                       a work unit is one tile of one product; each product has its own tensor
@@ -71,69 +69,14 @@ from .. import ptx
 from .tiles import (make_clock_probe, make_epilogue, make_tile_loader, make_tile_mma, make_unit_corner)
 
 
-def make_boxed_epilogue(config):
-    """`store(acc, smem_base, warpgroup, off_m, off_n, tmap_c)` staging C through
-    c_staging_boxes boxes per warpgroup: box b of the share goes to slot b % SLOTS, is stored
-    by TMA as soon as it is written, and a slot is written again only once the store that
-    read it (SLOTS stores back, the previous tile's included) has read it. Less shared memory
-    than staging the whole share (that is what it is for), a few more consumer barriers."""
-    s = config.schedule
-    layout = config.c_layout
-    ROWS, BOXES, BOX_BYTES, BOX_COLS = layout.rows, layout.boxes, layout.box_bytes, layout.box[0]
-    SLOTS = s.c_staging_boxes
-    OLDER_STORES = SLOTS - 1                  # stores that may still read their slot when one is reused
-    REGION, REGION_BYTES = config.c_offset, config.c_region_bytes
-
-    def box_step(b, rest):
-        SLOT_OFFSET = (b % SLOTS) * BOX_BYTES
-        COLUMN = b * BOX_COLS
-        stage_box = ptx.stage_accumulators(config.m_blocks, config.block_n, config.dtype, s.accumulate,
-                                           layout.swizzle, BOX_BYTES, boxes=(b, b + 1))
-
-        @register_jitable(inline="always")
-        def step(acc, region, lane_row, lane_half, warpgroup, leader, row, off_n, tmap_c):
-            if leader:
-                ptx.bulk_wait_group_read(OLDER_STORES)   # this slot's last store has read it
-            ptx.named_barrier_sync(1 + warpgroup, 128)
-            stage_box(acc, region + SLOT_OFFSET, lane_row, lane_half)
-            ptx.fence_proxy_async_shared()            # st.shared -> the TMA unit's reads
-            ptx.named_barrier_sync(1 + warpgroup, 128)
-            if leader:
-                ptx.tma_store_2d(tmap_c, off_n + COLUMN, row, region + SLOT_OFFSET)
-                ptx.bulk_commit_group()
-            rest(acc, region, lane_row, lane_half, warpgroup, leader, row, off_n, tmap_c)
-        return step
-
-    @register_jitable(inline="always")
-    def done(acc, region, lane_row, lane_half, warpgroup, leader, row, off_n, tmap_c):
-        pass
-
-    boxes = done
-    for b in reversed(range(BOXES)):          # the boxes in order, each step calling the next
-        boxes = box_step(b, boxes)
-
-    @register_jitable(inline="always")
-    def store(acc, smem_base, warpgroup, off_m, off_n, tmap_c):
-        t = cuda.threadIdx.x % 128
-        lane = t % 32
-        matrix = lane // 8
-        lane_row = uint32(16 * (t // 32) + 8 * (matrix % 2) + lane % 8)
-        lane_half = uint32(matrix // 2)
-        region = uint32(smem_base + REGION + warpgroup * REGION_BYTES)
-        boxes(acc, region, lane_row, lane_half, warpgroup, t == 0, off_m + warpgroup * ROWS, off_n, tmap_c)
-    return store
-
-
 def make_staged_epilogue(config):
     """`store(acc, smem_base, warpgroup, off_m, off_n, tmap_c)`: the consumer warpgroup's
     share of the C tile through shared memory and a TMA store (see the module docstring)."""
     s = config.schedule
-    if s.c_staging_boxes:
-        return make_boxed_epilogue(config)
     layout = config.c_layout
     ROWS, BOXES, BOX_BYTES, BOX_COLS = layout.rows, layout.boxes, layout.box_bytes, layout.box[0]
     REGION = config.c_offset
-    REGION_BYTES = config.c_region_bytes
+    REGION_BYTES = layout.tile_bytes
     OVER_RING = not s.persistent          # staged over the ring: wait until every warpgroup is done
     ALL_CONSUMERS = 128 * s.consumer_warpgroups
     stage = ptx.stage_accumulators(config.m_blocks, config.block_n, config.dtype, s.accumulate,

@@ -153,7 +153,7 @@ def store_accumulators(m_blocks, n, out_dtype, accumulate="float32", transposed=
 
 
 @lru_cache(maxsize=None)
-def stage_accumulators(m_blocks, n, out_dtype, accumulate, swizzle, box_bytes, boxes=None):
+def stage_accumulators(m_blocks, n, out_dtype, accumulate, swizzle, box_bytes):
     """An intrinsic `f(acc, region, lane_row, lane_half)` that converts the fragment to
     `out_dtype` and writes it with stmatrix into a warpgroup's C tile in shared memory at
     `region`: boxes of swizzle/2 columns by all rows, `box_bytes` apart, each row `swizzle`
@@ -161,8 +161,7 @@ def stage_accumulators(m_blocks, n, out_dtype, accumulate, swizzle, box_bytes, b
     writes C). One stmatrix.x4 writes a 16x16 block of a warp's 16 rows: its four 8x8
     matrices are (rows 0-7 | 8-15) x (columns 0-7 | 8-15), matrix i taking lane i*8+r's
     address of row r. lane_row = 16 * warp + 8 * (i % 2) + r and lane_half = i // 2 give
-    that row and 8-column half for this lane. `boxes` = (first, end): only the tile's boxes
-    first..end-1, written from `region` on (the epilogue that stages C a few boxes at a time)."""
+    that row and 8-column half for this lane."""
     if out_dtype not in CONVERT:
         raise ValueError(f"a staged C tile is 16-bit, got {out_dtype!r}")
     per_block = n // 2          # fp32-layout registers per m64 block
@@ -170,7 +169,6 @@ def stage_accumulators(m_blocks, n, out_dtype, accumulate, swizzle, box_bytes, b
     acc_type = types.UniTuple(ACCUMULATOR_TYPES[accumulate], total)
     cols_per_box = swizzle // 2
     chunks = swizzle // 16
-    first_box, end_box = boxes if boxes is not None else (0, -(-n // cols_per_box))
     STMATRIX = "stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {$1, $2, $3, $4};"
 
     @intrinsic
@@ -184,9 +182,6 @@ def stage_accumulators(m_blocks, n, out_dtype, accumulate, swizzle, box_bytes, b
                 row_addr = builder.add(region_v, builder.mul(builder.add(row_v, const(64 * mb)), const(swizzle)))
                 for jj in range(n // 16):
                     box, col = divmod(16 * jj, cols_per_box)
-                    if not first_box <= box < end_box:
-                        continue
-                    box -= first_box
                     chunk = builder.xor(builder.or_(const(col // 8), half_v), xor)
                     addr = builder.add(builder.add(row_addr, const(box * box_bytes)),
                                        builder.mul(chunk, const(16)))
