@@ -6,8 +6,10 @@
 For every shape the sweeps measured, the fastest correct candidate becomes the rule for the
 shape's half-octave bucket of M, N and K (gemm.dispatch.table.bucket). Candidates are compared by
 their ratio to the faster cuBLAS timed in the same run, which carries over between runs whose
-clocks differ (time alone does not); where two sweeps measured one candidate at one shape, the
-newer one (by its rows' date) counts, so a sweep after a kernel change replaces what came before.
+clocks differ (time alone does not); where sweeps measured one candidate at one shape more than
+once, its ratios' geometric mean counts: one run's ratio moves by a few percent (the host's pace,
+the clock between blocks), more than what separates the leading candidates, so the newest alone
+would pick by noise. `--since DATE` leaves out rows measured before it (after a kernel change).
 Where several measured shapes share a bucket, the candidate with the best geometric-mean time
 ratio over them wins. Only fp32-accumulating candidates the dispatcher may choose
 (gemm.dispatch.candidates.SPECS) are kept.
@@ -29,21 +31,23 @@ from .paths import read_rows, results_dir
 RESULTS = results_dir()
 
 
-def candidate_ratios(rows) -> dict:
+def candidate_ratios(rows, since: str = "") -> dict:
     """{(name, m, n, k, batch, dtype): {spec: ratio to the faster cuBLAS}} of the correct rows of
-    dispatcher candidates, the newest measurement of each candidate at each shape."""
-    by_shape = defaultdict(dict)
-    for r in sorted(rows, key=lambda r: r.get("date") or ""):   # newer measurements replace older
-        if r["schedule"] in SPECS and r.get("correct") == "True" and r.get("ratio"):
+    dispatcher candidates measured on or after `since` (an ISO date), the geometric mean of
+    each candidate's measurements at each shape."""
+    logs = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        if (r["schedule"] in SPECS and r.get("correct") == "True" and r.get("ratio")
+                and (r.get("date") or "") >= since):
             shape = (r["name"], int(r["m"]), int(r["n"]), int(r["k"]), int(r.get("batch") or 1), r["dtype"])
-            by_shape[shape][r["schedule"]] = float(r["ratio"])
-    return by_shape
+            logs[shape][r["schedule"]].append(math.log(float(r["ratio"])))
+    return {shape: {spec: math.exp(sum(v) / len(v)) for spec, v in specs.items()} for shape, specs in logs.items()}
 
 
-def best_per_bucket(rows) -> dict:
+def best_per_bucket(rows, since: str = "") -> dict:
     """{shape_key: (spec, [measured shape names])}."""
     by_shape = {shape: {spec: 1.0 / ratio for spec, ratio in ratios.items()}   # time over cuBLAS's
-                for shape, ratios in candidate_ratios(rows).items()}
+                for shape, ratios in candidate_ratios(rows, since).items()}
     buckets = defaultdict(list)
     for shape, times in by_shape.items():
         name, m, n, k, batch, dtype = shape
@@ -63,10 +67,11 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sweep", type=Path, nargs="+", default=None, help="sweep CSVs (default: results/*/sweep*.csv)")
     p.add_argument("--gpu", default="h200-sxm")
+    p.add_argument("--since", default="", help="leave out rows measured before this ISO date")
     args = p.parse_args(argv)
     sweeps = args.sweep or sorted(RESULTS.glob("sweep*.csv"))
     rows = [r for path in sweeps for r in read_rows(path)]
-    table = best_per_bucket(rows)
+    table = best_per_bucket(rows, args.since)
     rules = [{"m_bucket": key[0], "n_bucket": key[1], "k_bucket": key[2], "batch_bucket": key[3], "dtype": key[4],
               "schedule": spec, "measured": "fastest measured on " + ", ".join(names)}
              for key, (spec, names) in sorted(table.items())]
@@ -75,6 +80,7 @@ def main(argv=None) -> int:
         "gpu": args.gpu,
         "made_by": "python -m experiments.make_table",
         "from": [str(path) for path in sweeps],
+        **({"since": args.since} if args.since else {}),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "buckets": "round(2 log2 x) / 2 of M, N, K and the batch",
         "rules": rules,

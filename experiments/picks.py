@@ -4,7 +4,7 @@
 
 For every shape of shapes.csv (the suite as the dispatcher runs it), the schedule it ran and its
 ratio to the faster cuBLAS, beside every dispatcher candidate the sweeps (sweep*.csv, the
-newest measurement of each candidate at each shape) measured there and the best of them.
+geometric mean of each candidate's measurements at each shape) measured there and the best of them.
 `pick_over_best` = the pick's ratio / the best candidate's ratio: 1.00 means the dispatcher
 chose as well as timing every candidate would have, below 0.97 it trails by more than 3%.
 The two come from different runs, so each is its ratio to cuBLAS timed beside it (a run's

@@ -95,16 +95,19 @@ def test_make_table_keeps_the_fastest_correct_candidate():
     assert best[table.shape_key(4096, 4096, 4096, 1, "float16")][0] == "v7:cluster_m=2"
 
 
-def test_make_table_takes_the_newer_measurement_of_a_candidate():
-    """A sweep after a kernel change replaces the older figure of the same candidate and shape,
-    whichever file it came from; candidates are compared by their ratio to cuBLAS in their run."""
+def test_make_table_pools_a_candidates_measurements():
+    """A candidate measured at a shape in several runs counts by the geometric mean of its
+    ratios to cuBLAS, whatever the order of the files; --since drops rows before a kernel change."""
     from experiments import make_table
     later = "2026-12-01T10:00:00+00:00"
-    rows = [_sweep_row("v7", 0.97, date=later), _sweep_row("v7:cluster_m=2", 0.51),
-            _sweep_row("v7:cluster_m=2", 1.02, date=later)]
+    rows = [_sweep_row("v7", 0.97, date=later), _sweep_row("v7", 0.99),
+            _sweep_row("v7:cluster_m=2", 0.90), _sweep_row("v7:cluster_m=2", 1.02, date=later)]
     key = table.shape_key(4096, 4096, 4096, 1, "float16")
-    assert make_table.best_per_bucket(rows)[key][0] == "v7:cluster_m=2"
-    assert make_table.best_per_bucket(list(reversed(rows)))[key][0] == "v7:cluster_m=2"
+    assert make_table.candidate_ratios(rows)[("sq4096", 4096, 4096, 4096, 1, "float16")]["v7:cluster_m=2"] == \
+        pytest.approx((0.90 * 1.02) ** 0.5)
+    assert make_table.best_per_bucket(rows)[key][0] == "v7"
+    assert make_table.best_per_bucket(list(reversed(rows)))[key][0] == "v7"
+    assert make_table.best_per_bucket(rows, since=later)[key][0] == "v7:cluster_m=2"
 
 
 def _key(**changes):
