@@ -3,8 +3,11 @@
   python -m experiments.picks        # -> experiments/results/h200-sxm/picks.csv
 
 For every shape of shapes.csv (the suite as the dispatcher runs it), the schedule it ran and its
-ratio to the faster cuBLAS, beside every dispatcher candidate the sweeps (sweep*.csv, the
-geometric mean of each candidate's measurements at each shape) measured there and the best of them.
+ratio to the faster cuBLAS, beside every dispatcher candidate the sweeps the table was made from
+(its "from" files and "since" date; the geometric mean of each candidate's measurements at each
+shape) measured there and the best of them; and, in a candidate sweep the table was not made
+from (held out), the pick's ratio over the best candidate's, all timed in that one run: the
+honest test of the table, since the sweeps it was made from choose their own best.
 `pick_over_best` = the pick's ratio / the best candidate's ratio: 1.00 means the dispatcher
 chose as well as timing every candidate would have, below 0.97 it trails by more than 3%.
 The two come from different runs, so each is its ratio to cuBLAS timed beside it (a run's
@@ -14,8 +17,11 @@ comparison is of one schedule measured twice, and says how much a ratio moves ru
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from pathlib import Path
+
+from gemm.dispatch.table import TABLES
 
 from .make_table import candidate_ratios
 from .paths import read_rows, results_dir, write_csv
@@ -23,9 +29,13 @@ from .paths import read_rows, results_dir, write_csv
 WITHIN = 0.97
 
 
-def picks(shapes: list[dict], sweeps: list[dict]) -> list[dict]:
-    swept = candidate_ratios(sweeps)
+def picks(shapes: list[dict], sweeps: list[dict], since: str = "", held_out: list[dict] | None = None) -> list[dict]:
+    """One row per measured suite shape. `sweeps` (from `since` on): what the table was made
+    from, pooled as make_table pools them; `held_out`: a candidate sweep it was not made from,
+    where the pick and the others were timed in one run."""
+    swept = candidate_ratios(sweeps, since)
     by_name = {shape[0]: ratios for shape, ratios in swept.items()}
+    held = {shape[0]: ratios for shape, ratios in candidate_ratios(held_out or []).items()}
     out = []
     for r in shapes:
         if not r.get("ratio"):
@@ -37,11 +47,14 @@ def picks(shapes: list[dict], sweeps: list[dict]) -> list[dict]:
         if ratios:
             best = max(ratios, key=ratios.get)
             ratio = float(r["ratio"]) / ratios[best]
-            swept = ratios.get(r["schedule"])   # the pick as the sweep measured it, beside the others
+            swept = ratios.get(r["schedule"])   # the pick as the sweeps measured it
             row.update(best_swept=best, best_swept_ratio=f"{ratios[best]:.3f}",
                        picked_swept_ratio=f"{swept:.3f}" if swept else "",
-                       swept_pick_over_best=f"{swept / ratios[best]:.3f}" if swept else "",
                        pick_over_best=f"{ratio:.3f}", within_3pct=ratio >= WITHIN)
+        other = held.get(r["name"], {})
+        if other.get(r["schedule"]):
+            best = max(other, key=other.get)
+            row.update(held_out_best=best, held_out_pick_over_best=f"{other[r['schedule']] / other[best]:.3f}")
         out.append(row)
     return out
 
@@ -49,14 +62,22 @@ def picks(shapes: list[dict], sweeps: list[dict]) -> list[dict]:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--results", type=Path, default=results_dir(), help="the GPU's results folder")
+    p.add_argument("--held-out", type=Path, help="a candidate sweep the table was not made from (default: the "
+                   "newest sweep-candidates*.csv outside the table's \"from\")")
     args = p.parse_args(argv)
-    sweep_paths = sorted(args.results.glob("sweep*.csv"))
-    rows = picks(read_rows(args.results / "shapes.csv"), [r for path in sweep_paths for r in read_rows(path)])
+    made = json.loads((TABLES / f"{args.results.name}.json").read_text())   # the sweeps the table was made from
+    sweep_paths = [Path(path) for path in made["from"]]
+    held_out = args.held_out or max((path for path in args.results.glob("sweep-candidates*.csv")
+                                     if path.resolve() not in {q.resolve() for q in sweep_paths}),
+                                    key=lambda path: path.stat().st_mtime, default=None)
+    rows = picks(read_rows(args.results / "shapes.csv"), [r for path in sweep_paths for r in read_rows(path)],
+                 made.get("since", ""), read_rows(held_out) if held_out else None)
     out = args.results / "picks.csv"
-    write_csv(out, rows, [f"derived by python -m experiments.picks from shapes.csv and "
-                          f"{', '.join(path.name for path in sweep_paths)}",
-                          "pick_over_best: the dispatcher's measured ratio / the best swept candidate's ratio",
-                          "swept_pick_over_best: the pick's ratio in the sweep / the best swept candidate's ratio"])
+    write_csv(out, rows, [f"derived by python -m experiments.picks from shapes.csv, the sweeps the table was made "
+                          f"from ({', '.join(path.name for path in sweep_paths)}) and, held out, "
+                          f"{held_out.name if held_out else 'no sweep'}",
+                          "pick_over_best: the dispatcher's measured ratio / the best swept candidate's (pooled) ratio",
+                          "held_out_pick_over_best: in the held-out sweep, the pick's ratio / the best candidate's"])
     print(f"{'shape':14s} {'picked':44s} {'ratio':>6s}  {'best swept':44s} {'ratio':>6s} pick/best")
     for r in rows:
         print(f"{r['name']:14s} {r['picked'][:44]:44s} {r['picked_ratio']:>6s}  {r.get('best_swept', '-')[:44]:44s} "
@@ -65,10 +86,10 @@ def main(argv=None) -> int:
     if scored:
         print(f"{sum(x >= WITHIN for x in scored)} of {len(scored)} shapes within 3% of the best swept candidate; "
               f"geomean pick/best {math.exp(sum(map(math.log, scored)) / len(scored)):.3f} -> {out}")
-    swept = [float(r["swept_pick_over_best"]) for r in rows if r.get("swept_pick_over_best")]
-    if swept:
-        print(f"the pick as the sweeps measured it: {sum(x >= WITHIN for x in swept)} of {len(swept)} within 3% of "
-              f"the best, geomean {math.exp(sum(map(math.log, swept)) / len(swept)):.3f}")
+    held = [float(r["held_out_pick_over_best"]) for r in rows if r.get("held_out_pick_over_best")]
+    if held:
+        print(f"in the held-out sweep ({held_out.name}), the pick beside the others: {sum(x >= WITHIN for x in held)} "
+              f"of {len(held)} within 3% of the best, geomean {math.exp(sum(map(math.log, held)) / len(held)):.3f}")
     return 0
 
 

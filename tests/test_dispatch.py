@@ -168,11 +168,14 @@ def test_picks_set_the_dispatchers_choice_beside_the_best_swept_candidate():
     from experiments.picks import picks
     sweeps = [_sweep_row("v7", 0.99), _sweep_row("v7:cluster_m=2", 1.02), _sweep_row("v2:block_n=192", 1.5, ok="False")]
     shapes = [dict(_sweep_row("v7", 1.00), suite="square"), dict(_sweep_row("v7", 0.9, name="other"), suite="square")]
-    got = {r["name"]: r for r in picks(shapes, sweeps)}
+    held_out = [_sweep_row("v7", 0.95), _sweep_row("v7:cluster_m=2", 1.00)]
+    got = {r["name"]: r for r in picks(shapes, sweeps, held_out=held_out)}
     assert got["sq4096"]["best_swept"] == "v7:cluster_m=2"          # the wrong fast one never counts
     assert got["sq4096"]["pick_over_best"] == f"{1.00 / 1.02:.3f}" and got["sq4096"]["within_3pct"]
     assert got["sq4096"]["picked_swept_ratio"] == "0.990"
+    assert got["sq4096"]["held_out_best"] == "v7:cluster_m=2" and got["sq4096"]["held_out_pick_over_best"] == "0.950"
     assert got["other"]["candidates_swept"] == 0 and "pick_over_best" not in got["other"]
+    assert "held_out_pick_over_best" not in got["other"]
 
 
 def test_swap_ab_candidates_only_where_one_narrow_tile_holds_m():

@@ -48,13 +48,13 @@ def test_a_small_grid_is_never_faster_per_sm_than_a_full_wave(version, k, g):
 
 def test_fixed_costs_dominate_as_the_problem_shrinks(g):
     """The share of one call's time that is not the kernel's CTAs (host, launch) grows as the
-    cube shrinks, and is most of it at 256^3."""
+    cube shrinks, and is most of it at 256^3 (over 70%)."""
     shares = []
     for size in (8192, 4096, 2048, 1024, 512, 256):
         p = sim.predict(preset("v5"), size, size, size, gpu=g)
         cta_s = p.call["kernel_ms"] - g.launch_us * 1e-3
         shares.append(1 - cta_s / p.timed_ms)
-    assert shares == sorted(shares) and shares[0] < 0.05 and shares[-1] > 0.8
+    assert shares == sorted(shares) and shares[0] < 0.05 and shares[-1] > 0.7
 
 
 def test_one_call_adds_the_host_time(g):
