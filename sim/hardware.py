@@ -129,7 +129,9 @@ class GpuProfile:
                                     "of a hit's (the fill competes with the reads), charged in proportion to "
                                     "the busy SMs",
                                     "fitted on the three load-only loops above with the HBM bytes predict() "
-                                    "gives them (`python -m experiments.fit_port --model-misses`); the "
+                                    "gives them (`python -m experiments.fit_port --model-misses`; with the "
+                                    "HBM rate and launch measured in run 31 the fit moves to 0.5, kept at "
+                                    "0.4: 0.5 breaks the small-grid and fixed-cost invariants, notes 97); the "
                                     "proportion: the load-only loop on 12-88 busy SMs pulls the hit-only rate "
                                     "with 9-29% of its bytes missing (tests/test_power_sweep.py). The "
                                     "mechanism is assumed")

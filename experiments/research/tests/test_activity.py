@@ -97,13 +97,16 @@ def test_port_from_the_loops_holds_out_the_gemms(port):
     assert st.median(abs(r["profile"]) for r in gemms) < 0.055
 
 
-def test_the_profiles_miss_charge_is_fitted_with_the_models_own_misses():
-    """l2_miss_port_factor is what `python -m experiments.research.fit_port --model-misses` gives: the
-    three calibration loops with the HBM bytes predict() gives them, minimax (0.2-0.5 tie at
-    2.2%), ties by their rms (docs/research/notes.md 77)."""
+def test_the_profiles_miss_charge_against_the_fit_with_the_models_own_misses():
+    """l2_miss_port_factor was what `python -m experiments.research.fit_port --model-misses` gave (the
+    three calibration loops with the HBM bytes predict() gives them, minimax, ties by their rms;
+    0.4 at 2.2%, docs/research/notes.md 77) while the HBM rate and the launch were assumed. With
+    both measured (run 31) the fit moves to 0.5 (2.6%); the profile keeps 0.4 (4.4%), since 0.5
+    breaks the model's small-grid and fixed-cost invariants (notes 97): the port's next pass."""
     r = fit_port.miss_factor_with_model_misses()
-    assert r["l2_miss_port_factor"] == load_profile("h200-sxm").l2_miss_port_factor == 0.4
-    assert r["worst"][0.4] < 0.025 and r["worst"][1.1] > 0.08  # the old charge is 8.6% off with these misses
+    assert load_profile("h200-sxm").l2_miss_port_factor == 0.4
+    assert r["l2_miss_port_factor"] == 0.5 and r["worst"][0.5] < 0.03
+    assert r["worst"][0.4] < 0.045 and r["worst"][1.1] > 0.08  # the old charge is 8.6% off with these misses
 
 
 def test_the_chain_given_dram_bytes_orders_the_seeds_kernels(port):
