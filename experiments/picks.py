@@ -63,13 +63,13 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--results", type=Path, default=results_dir(), help="the GPU's results folder")
     p.add_argument("--held-out", type=Path, help="a candidate sweep the table was not made from (default: the "
-                   "newest sweep-candidates*.csv outside the table's \"from\")")
+                   "sweep-candidates*.csv outside the table's \"from\" measured last)")
     args = p.parse_args(argv)
     made = json.loads((TABLES / f"{args.results.name}.json").read_text())   # the sweeps the table was made from
     sweep_paths = [Path(path) for path in made["from"]]
     held_out = args.held_out or max((path for path in args.results.glob("sweep-candidates*.csv")
                                      if path.resolve() not in {q.resolve() for q in sweep_paths}),
-                                    key=lambda path: path.stat().st_mtime, default=None)
+                                    key=lambda path: max(r.get("date") or "" for r in read_rows(path)), default=None)
     rows = picks(read_rows(args.results / "shapes.csv"), [r for path in sweep_paths for r in read_rows(path)],
                  made.get("since", ""), read_rows(held_out) if held_out else None)
     out = args.results / "picks.csv"

@@ -56,3 +56,19 @@ def time_blocks(fns: dict, input_sets, blocks=3, per_block=10, warmup=5) -> dict
                 events[name].append((start, end))
     torch.cuda.synchronize()
     return {name: statistics.median(s.elapsed_time(e) for s, e in ev) for name, ev in events.items()}
+
+
+def back_to_back_us(fn, calls=30, warmup=10) -> float:
+    """Microseconds per call of fn(i), i = 0 .. calls-1, run back to back between one pair of CUDA
+    events after `warmup` calls: the device's time per call when the host keeps ahead of it."""
+    import torch
+    for i in range(warmup):
+        fn(i)
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for i in range(calls):
+        fn(i)
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) * 1e3 / calls

@@ -132,7 +132,7 @@ class Launch:
     values; nothing else is rebuilt. A kernel built for clusters carries its cluster shape, so
     this plain launch forms them."""
 
-    C, C_MAP = 3, 2   # argument positions of C and its tensor map
+    C, C_MAP, PROBE = 3, 2, 9   # argument positions of C, its tensor map and the clock probe's array
 
     def __init__(self, loaded: LoadedKernel, grid, stream_handle: int, args: tuple):
         self.grid = grid

@@ -13,7 +13,8 @@ import argparse
 import json
 import statistics
 
-from experiments.bench import SUITE
+from experiments.bench import SUITE, _operands
+from experiments.timing import back_to_back_us
 
 
 def _profile(fn, launches=9):
@@ -31,20 +32,6 @@ def _profile(fn, launches=9):
     return {name: statistics.median(v) for name, v in times.items()}
 
 
-def _back_to_back(fn, calls=30):
-    import torch
-    for i in range(10):
-        fn(i)
-    torch.cuda.synchronize()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    for i in range(calls):
-        fn(i)
-    e.record()
-    torch.cuda.synchronize()
-    return s.elapsed_time(e) * 1e3 / calls
-
-
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shapes", default="sq4096,sq8192,llama7b-qkv,llama7b-up,llama7b-down,dec1-up,dec64-up,"
@@ -56,8 +43,8 @@ def main(argv=None) -> None:
     for name in args.shapes.split(","):
         s = shapes[name]
         m, n, k = s["m"], s["n"], s["k"]
-        sets = [(torch.randn(m, k, device="cuda").half(), torch.randn(n, k, device="cuda").half()) for _ in range(3)]
-        fns = {"cuBLAS": lambda i: torch.matmul(sets[i % 3][0], sets[i % 3][1].T)}
+        sets = [_operands(dict(s, batch=1, dtype="float16"), seed) for seed in range(3)]   # A, B = W.T
+        fns = {"cuBLAS": lambda i: torch.matmul(*sets[i % 3])}
         if args.ours:
             from gemm.kernels import KernelConfig
             from gemm.launch import launch_gemm, load_kernel
@@ -65,11 +52,11 @@ def main(argv=None) -> None:
             loaded = load_kernel(KernelConfig(from_spec(args.ours), "float16", "k", "k"))
             c = torch.empty(m, n, device="cuda").half()
             stream = torch.cuda.current_stream().cuda_stream
-            preps = [launch_gemm(loaded, a.data_ptr(), k, w.data_ptr(), k, c.data_ptr(), n, m, n, k, stream)
-                     for a, w in sets]
+            preps = [launch_gemm(loaded, a.data_ptr(), k, b.data_ptr(), k, c.data_ptr(), n, m, n, k, stream)
+                     for a, b in sets]
             fns["ours"] = lambda i: preps[i % 3]()
         for label, fn in fns.items():
-            b2b = _back_to_back(fn)
+            b2b = back_to_back_us(fn)
             kernels = "; ".join(f"{kname[:90]} {t:.1f} us" for kname, t in _profile(fn).items())
             print(f"{name:13s} {label:6s} back to back {b2b:7.1f} us/call | {kernels}", flush=True)
 

@@ -43,7 +43,9 @@ def dump(path: Path) -> None:
     import torch
 
     import gemm
+    from experiments.bench import _operands
     from experiments.measure import provenance
+    from experiments.timing import back_to_back_us
     from gemm.kernels import KernelConfig
     from gemm.launch import launch_gemm, load_kernel
     from gemm.schedule import from_spec
@@ -52,22 +54,14 @@ def dump(path: Path) -> None:
     stream = torch.cuda.current_stream().cuda_stream
     rows = []
     for k in KS:
-        sets = [((torch.randn(M, k, device="cuda") * k ** -0.25).half(),
-                 (torch.randn(N, k, device="cuda") * k ** -0.25).half().T) for _ in range(3)]
+        sets = [_operands(dict(m=M, n=N, k=k, batch=1, dtype="float16"), seed) for seed in range(3)]
         c = torch.empty(M, N, dtype=torch.float16, device="cuda")
         preps = [launch_gemm(loaded, a.data_ptr(), k, b.data_ptr(), k, c.data_ptr(), N, M, N, k, stream)
                  for a, b in sets]
-        for i in range(10):
-            preps[i % 3]()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        for i in range(30):
-            preps[i % 3]()
-        e.record()
-        torch.cuda.synchronize()
+        kernel_us = back_to_back_us(lambda i: preps[i % 3]())
         api, wall = _blocks_wall(lambda x, y: gemm.matmul(x, y, schedule=schedule), sets)
         noop, noop_wall = _blocks_wall(lambda x, y: None, sets)
-        rows.append(dict(k=k, kernel_us=s.elapsed_time(e) * 1e3 / 30, api_event_us=api, api_wall_us=wall,
+        rows.append(dict(k=k, kernel_us=kernel_us, api_event_us=api, api_wall_us=wall,
                          noop_event_us=noop, noop_wall_us=noop_wall))
     np.savez_compressed(path, record=json.dumps({"provenance": provenance(), "schedule": SCHEDULE, "rows": rows}))
 

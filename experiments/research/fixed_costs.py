@@ -39,11 +39,9 @@ MAX_CTAS = 1024
 
 
 def _operands(m, n, k, seed):
-    import torch
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    a = (torch.randn(m, k, generator=g, device="cuda") * k ** -0.25).half()
-    w = (torch.randn(n, k, generator=g, device="cuda") * k ** -0.25).half()
-    return a, w.T
+    """The bench's operands (A [M, K], B = W.T for W [N, K]) of one fp16 product."""
+    from experiments.bench import _operands as bench_operands
+    return bench_operands(dict(m=m, n=n, k=k, batch=1, dtype="float16"), seed)
 
 
 def _loop(fn, sets, iters=300):
@@ -70,9 +68,10 @@ def _kernel_times(name, m, n, k, spec, sets):
     import cupy
     import torch
 
+    from experiments.timing import back_to_back_us
     from gemm.kernels import KernelConfig
     from gemm.kernels.tiles import PROBE_WORDS
-    from gemm.launch import load_kernel, launch_gemm
+    from gemm.launch import Launch, load_kernel, launch_gemm
     from gemm.schedule import from_spec
     stream = torch.cuda.current_stream().cuda_stream
     c = torch.empty(m, n, dtype=torch.float16, device="cuda")
@@ -90,22 +89,16 @@ def _kernel_times(name, m, n, k, spec, sets):
         for i in range(LAUNCHES):
             launch = preps[i % len(preps)]
             if probed:
-                launch.values[9].value = probe.data.ptr + i * slot   # argument 9: the probe
+                launch.values[Launch.PROBE].value = probe.data.ptr + i * slot
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             s.record()
             launch()
             e.record()
             ev.append((s, e))
         torch.cuda.synchronize()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        for i in range(LAUNCHES):
-            preps[i % len(preps)]()
-        e.record()
-        torch.cuda.synchronize()
         key = "probe" if probed else "plain"
         row[f"{key}_event_us"] = statistics.median(a.elapsed_time(b) for a, b in ev) * 1e3
-        row[f"{key}_b2b_us"] = s.elapsed_time(e) * 1e3 / LAUNCHES
+        row[f"{key}_b2b_us"] = back_to_back_us(lambda i: preps[i % len(preps)](), LAUNCHES, warmup=0)
         if probed:
             ctas = preps[0].grid[0] * preps[0].grid[1]
             stamps = cupy.asnumpy(probe[:, :ctas, :]).astype(np.int64)
@@ -117,6 +110,7 @@ def dump(path: Path) -> None:
 
     import gemm
     from experiments.measure import provenance
+    from experiments.bench import hbm_copy_gb_per_s
     from experiments.timing import time_blocks
     from gemm.schedule import from_spec
     record = {"provenance": provenance(), "loop": [], "cases": []}
@@ -138,9 +132,7 @@ def dump(path: Path) -> None:
         src = [torch.empty(row["bytes"] // 2, dtype=torch.uint8, device="cuda").random_(0, 255) for _ in range(3)]
         row["copy_same_bytes_us"] = time_blocks({"copy": copy}, [(x, torch.empty_like(x)) for x in src])["copy"] * 1e3
         record["cases"].append(row)
-    src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda").random_(0, 255)
-    record["copy_1gib_gb_per_s"] = 2 * (1 << 30) / (time_blocks({"copy": copy}, [(src, torch.empty_like(src))])["copy"]
-                                                    * 1e-3) / 1e9
+    record["copy_1gib_gb_per_s"] = hbm_copy_gb_per_s(1 << 30)
     np.savez_compressed(path, record=json.dumps(record), **stamps)
 
 
