@@ -172,7 +172,7 @@ def _preset(v: str) -> str:
     extra += ["persistent"] if s.persistent else []
     extra += [f"clusters of {s.cluster_size}"] if s.cluster_size > 1 else []
     extra += ["fp16 accumulators"] if s.accumulate == "float16" else []
-    extra += ["TMA-store epilogue"] if s.epilogue == "tma" else []
+    extra += ["TMA-store epilogue"] if s.stores_via_tma else []
     return f"{s.block_m}x{s.block_n}x{s.block_k}, {s.stages} stage{'s' if s.stages > 1 else ''}; {who}" + (
         "; " + ", ".join(extra) if extra else "")
 

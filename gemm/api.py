@@ -492,7 +492,7 @@ def _run(sched, call: _Call, dev, launch_gemm, tma_storable):
     if batch > 1 and not (sched.family == "specialized" and sched.producer_warps == 4):
         raise KernelGapError(f"schedule {sched.name!r}: batched products run on the producer-warpgroup "
                              "kernels (v6, v7 and their variations)")
-    if sched.epilogue == "tma" and not tma_storable(c_addr, ldc):
+    if sched.stores_via_tma and not tma_storable(c_addr, ldc):
         sched = _direct_epilogue(sched)   # TMA cannot address C's rows: store from registers
     if sched.swap_ab:
         # C^T = B^T A^T: B^T [N, K] is the kernel's A and A^T [K, M] its B, each K-contiguous

@@ -124,11 +124,18 @@ class Schedule:
         return 8 * per_stage * self.stages
 
     @property
+    def stores_via_tma(self) -> bool:
+        """C leaves through a staging tile in shared memory and a TMA store: the "tma"
+        epilogue, except under split-K, whose reduce writes C from the fp32 workspace (so its
+        ring may take the staging tile's room)."""
+        return self.epilogue == "tma" and self.split_k == 1
+
+    @property
     def epilogue_bytes(self) -> int:
         """Shared memory the TMA-store epilogue stages C in (16-bit). A persistent kernel keeps
         its own C tile, since the producer refills the ring meanwhile; otherwise the epilogue
         reuses the drained ring and needs only what the ring lacks."""
-        if self.epilogue != "tma":
+        if not self.stores_via_tma:
             return 0
         c_tile = self.block_m * self.block_n * INPUT_BYTES
         return c_tile if self.persistent else max(0, c_tile - self.ring_bytes)
@@ -206,7 +213,7 @@ class Schedule:
         need(self.block_m > 0 and self.block_m % (WGMMA_M * self.consumer_warpgroups) == 0,
              f"block_m={self.block_m} must be a multiple of {WGMMA_M} x consumer_warpgroups "
              f"({WGMMA_M * self.consumer_warpgroups}): each warpgroup issues m64 WGMMAs")
-        n_step = 16 if self.epilogue == "tma" else WGMMA_N_STEP
+        n_step = 16 if self.stores_via_tma else WGMMA_N_STEP
         need(self.block_n > 0 and self.block_n % n_step == 0 and self.block_n <= WGMMA_MAX_N,
              f"block_n={self.block_n} must be a multiple of {n_step} and at most {WGMMA_MAX_N} "
              "(one WGMMA, N a multiple of 8, covers the whole tile width"

@@ -78,7 +78,7 @@ def steady_sm(s: Schedule, gpu: GpuProfile, ctas: int, k_iters: int, miss_rate: 
     period = max(chain, depth_bound, c * cw * group, c * mem)
 
     part = s.rows_per_warpgroup * s.block_n * work.out_bytes
-    if s.epilogue == "tma":
+    if s.stores_via_tma:
         store_rate = (g.tma_store_bytes_per_ns or g.l2_sm_bytes_per_ns or g.l2_sm_bytes_per_clk * g.clock_ghz) \
             / g.clock_ghz
         epilogue = part / g.smem_bytes_per_clk + bar + g.tma_issue_clk

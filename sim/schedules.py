@@ -189,7 +189,7 @@ class Cta:
         barrier (TMA store: every warpgroup's part must be in shared memory first)."""
         s, g = self.s, self.gpu
         part = s.rows_per_warpgroup * s.block_n * self.work.out_bytes
-        if s.epilogue == "tma":
+        if s.stores_via_tma:
             if self.store_done is not None:   # the previous tile's store must have read the staging tile
                 yield from self._wait(role, "TMA store read (previous tile)", "epilogue", self.store_done)
             yield from self._step(role, "accumulators -> shared", "epilogue", part / g.smem_bytes_per_clk)

@@ -26,6 +26,8 @@ CASES = [
     KernelConfig(preset("v7", block_n=16, stages=10, split_k=4, swap_ab=True, epilogue="direct",
                         producer_registers=0, consumer_registers=0), "bfloat16", "k", "mn"),
     KernelConfig(preset("v7", stream_k=True)),
+    # split-K's reduce writes C from the workspace: no stmatrix, no TMA store, no staging tile
+    KernelConfig(preset("v7", stages=4, split_k=4)),
 ]
 
 
@@ -63,7 +65,7 @@ def test_feature_instructions(compiled):
     # a stage is released on the partner's barrier with the default (CTA-scope release)
     # semantics: `.release.cluster` costs a GPU-wide MEMBAR before every arrival, in the K loop
     assert "mbarrier.arrive.release.cluster" not in ptx
-    tma_store = s.epilogue == "tma"
+    tma_store = s.stores_via_tma
     assert ("stmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx) == tma_store
     assert ("cp.async.bulk.tensor.2d.global.shared::cta" in ptx) == tma_store
     if tma_store:
@@ -80,6 +82,17 @@ def test_staged_c_tile_fits_beside_the_ring():
     assert v6.c_offset == 0 and v6.barrier_offset == 3 * (256 + 256) * 64 * 2   # over the drained ring
     assert v7.b_layout.tma_box == (64, 128)     # each CTA of the pair loads half the B tile
     assert [p[2] for p in v7.b_layout.part_boxes(1)] == [128]
+
+
+def test_split_k_stages_no_c_tile():
+    """Split-K's reduce writes C from the fp32 workspace, so the ring takes the staging tile's
+    room: four 128x256 stages fit (they do not beside a TMA-store tile)."""
+    split = KernelConfig(preset("v7", stages=4, split_k=4))
+    assert split.c_layout is None and not split.schedule.stores_via_tma
+    assert split.barrier_offset == 4 * (128 + 256) * 64 * 2
+    assert split.shared_bytes == 4 * (128 + 256) * 64 * 2 + 2 * 8 * 4 + 1024
+    with pytest.raises(ScheduleError, match="227 KB"):
+        preset("v7", stages=4)
 
 
 @pytest.mark.parametrize("changes,limit", [

@@ -21,6 +21,10 @@ SCHEDULES = {
                                       consumer_registers=0),
     "v6": preset("v6"),
     "v7-128-splitk3": preset("v7", block_n=128, stages=4, split_k=3),
+    # split-K stages no C tile: a 6-stage 128x128 ring, and a cluster sharing A
+    "v7-128-s6-splitk2": preset("v7", block_n=128, stages=6, split_k=2),
+    "v7-256x128-cluster-splitk4": preset("v7", block_m=256, block_n=128, cluster_n=2, stages=4, split_k=4),
+    "v7-128-cluster-splitk2": preset("v7", block_n=128, stages=6, cluster_m=2, split_k=2),
     "v7-64x128-splitk4": preset("v7", block_m=64, block_n=128, consumer_warpgroups=1, stages=6,
                                 producer_registers=0, consumer_registers=0, split_k=4),
     # swap-AB: the kernel computes C^T = B^T A^T and writes it into C transposed

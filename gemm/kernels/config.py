@@ -85,7 +85,7 @@ class KernelConfig:
     def c_layout(self) -> StagingLayout | None:
         """Each consumer warpgroup's share of the C tile, staged for the TMA store."""
         s = self.schedule
-        return StagingLayout(s.rows_per_warpgroup, s.block_n) if s.epilogue == "tma" else None
+        return StagingLayout(s.rows_per_warpgroup, s.block_n) if s.stores_via_tma else None
 
     @property
     def consumer_warps(self): return 4 * self.schedule.consumer_warpgroups
@@ -151,7 +151,7 @@ class KernelConfig:
                 + ("persistent_" if s.persistent else "")
                 + (f"cluster{s.cluster_m}x{s.cluster_n}_" if s.cluster_size > 1 else "")
                 + (f"regs{s.producer_registers}-{s.consumer_registers}_" if s.uses_setmaxnreg else "")
-                + ("tmastore_" if s.epilogue == "tma" else "")
+                + ("tmastore_" if s.stores_via_tma else "")
                 + ("acc16_" if s.accumulate == "float16" else "")
                 + (f"splitk{s.split_k}_" if s.split_k > 1 else "")
                 + (f"{s.raster}{s.raster_group if s.raster == 'grouped' else ''}_" if s.raster != "row" else "")

@@ -214,7 +214,7 @@ def build_persistent_kernel(config):
     STREAM_K, STREAM_K_WAVES = s.stream_k, s.stream_k_waves
     SETMAXNREG = s.uses_setmaxnreg
     PRODUCER_REGS, CONSUMER_REGS = s.producer_registers, s.consumer_registers
-    TMA_STORE = s.epilogue == "tma"
+    TMA_STORE = s.stores_via_tma
     SLOT_BYTES = config.stream_k_slot_bytes
 
     probe_start, probe_finish = make_clock_probe(config)
