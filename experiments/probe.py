@@ -27,7 +27,7 @@ def probed_launcher(config, m: int, n: int, k: int, launches: int = 1, extra_sha
         if int(err) != 0:
             raise RuntimeError(f"could not allow {nbytes} bytes of dynamic shared memory: {err}")
         loaded = dataclasses.replace(loaded, shared_bytes=nbytes)
-    gx, gy, _ = loaded.config.grid(m, n)
+    gx, gy, _ = loaded.config.grid(m, n, loaded.resident_clusters)   # (a persistent grid is as many as fit)
     ctas = gx * gy
     probe = cupy.zeros((launches * ctas, PROBE_WORDS), dtype=cupy.uint64)
     out = torch.empty((m, n), dtype=torch.float16, device="cuda")

@@ -87,29 +87,24 @@ def summarize(path) -> list[dict]:
 
 def measure(path) -> None:
     """Run every case on the GPU and save the kept launches' stamps to `path` (npz)."""
-    import cupy
     import numpy as np
     import torch
 
+    from experiments.probe import probed_launcher
     from gemm.kernels import KernelConfig
-    from gemm.kernels.tiles import PROBE_WORDS
-    from gemm.launch import launch_gemm, load_kernel
     from gemm.schedule import from_spec
     arrays = {}
     for i, (_, m, n, k, spec) in enumerate(CASES):
-        loaded = load_kernel(KernelConfig(from_spec(spec), "float16", "k", "k", clock_probe=True))
+        config = KernelConfig(from_spec(spec), "float16", "k", "k", clock_probe=True)
+        run, probe, _ = probed_launcher(config, m, n, k, LAUNCHES)
         g = torch.Generator(device="cuda").manual_seed(0)
         a = torch.randn(m, k, generator=g, device="cuda").half()
         w = torch.randn(n, k, generator=g, device="cuda").half()
-        out = torch.empty((m, n), device="cuda", dtype=torch.float16)
-        ctas = loaded.config.grid(m, n, loaded.resident_clusters)[0]
-        probe = cupy.zeros((LAUNCHES, ctas, PROBE_WORDS), dtype=cupy.uint64)
-        stream = torch.cuda.current_stream().cuda_stream
         for j in range(LAUNCHES):
-            launch_gemm(loaded, a.data_ptr(), k, w.data_ptr(), k, out.data_ptr(), n, m, n, k, stream,
-                        probe.data.ptr + j * ctas * PROBE_WORDS * 8)
+            run(a, w.T, j)
         torch.cuda.synchronize()
-        arrays[f"case{i}"] = probe.get()[LAUNCHES - KEPT:].astype(np.int64)
+        stamps = probe.get().astype(np.int64).reshape(LAUNCHES, -1, probe.shape[1])
+        arrays[f"case{i}"] = stamps[LAUNCHES - KEPT:]
     np.savez_compressed(path, **arrays)
 
 
