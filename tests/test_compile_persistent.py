@@ -74,6 +74,17 @@ def test_feature_instructions(compiled):
     assert not re.search(r"\b(div|rem)\.[su]64", ptx)
 
 
+def test_next_unit_is_worked_out_in_the_first_k_tiles_shadow(compiled):
+    """The consumers divide out the next unit's coordinates between a K tile's WGMMA commit and
+    its wait (notes 103), where the tensor cores are busy; kernels with a group in flight across
+    K tiles, split-K or stream-K do it after the loop (C7515, registers)."""
+    s = compiled.config.schedule
+    between = re.findall(r"wgmma\.commit_group\.sync\.aligned;(.*?)wgmma\.wait_group\.sync\.aligned",
+                         compiled.ptx, re.S)
+    shadowed = any("div.u32" in body for body in between)
+    assert shadowed == (s.wgmma_in_flight == 0 and s.split_k == 1 and not s.stream_k)
+
+
 def test_staged_c_tile_fits_beside_the_ring():
     v7 = KernelConfig(preset("v7", cluster_m=2))
     assert v7.c_offset == v7.b_offset + 3 * v7.b_layout.tile_bytes           # past the ring

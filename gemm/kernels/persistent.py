@@ -216,16 +216,32 @@ def build_persistent_kernel(config):
     PRODUCER_REGS, CONSUMER_REGS = s.producer_registers, s.consumer_registers
     TMA_STORE = s.stores_via_tma
     SLOT_BYTES = config.stream_k_slot_bytes
+    # The consumers work out their next unit inside the first K tile, between its WGMMAs' issue
+    # and their wait. Only where a CTA walks many whole tiles: with a group kept in flight across
+    # K tiles that code sits inside a WGMMA pipeline stage and ptxas serializes the WGMMAs
+    # (C7515), and split-K's and stream-K's units carry more state than the registers beside a
+    # 128x256 tile hold; those kernels work it out after the loop.
+    LOOKAHEAD = IN_FLIGHT == 0 and SPLIT == 1 and not STREAM_K
 
     probe_start, probe_finish = make_clock_probe(config)
     load_k_tile, mma_k_tile = make_tile_loader(config), make_tile_mma(config)
-    corner = make_unit_corner(config)
+    unit_grid, corner = make_unit_corner(config)
     zeros = ptx.accumulator_zeros(ptx.accumulator_count(config.m_blocks, config.block_n, s.accumulate),
                                   s.accumulate)
     store_direct = make_epilogue(config)
     store_staged = make_staged_epilogue(config) if TMA_STORE else None
     split_k_reduce = make_split_k_reduce(config) if SPLIT > 1 else None
     give, take = make_stream_k(config) if STREAM_K else (None, None)
+
+    @register_jitable(inline="always")
+    def corner_of(unit, m, n, units_m, units_n, rank):
+        """A unit's corner. The grid of units stays in two registers where the lookahead needs
+        it at every tile; elsewhere it is divided out again at each corner (kept live, it spills
+        stream-K kernels whose MN-major operand's addressing already fills the registers)."""
+        if LOOKAHEAD:
+            return corner(unit, units_m, units_n, rank)
+        grid_m, grid_n = unit_grid(m, n)
+        return corner(unit, grid_m, grid_n, rank)
 
     @register_jitable(inline="always")
     def counters_offset(partials):
@@ -304,8 +320,7 @@ def build_persistent_kernel(config):
             rank = uint32(0)
 
         num_iters = (k + BK - 1) // BK
-        units_m = ptx.div_u32(ptx.div_u32(m + (BM - 1), BM) + (CM - 1), CM)
-        units_n = ptx.div_u32(ptx.div_u32(n + (BN - 1), BN) + (CN - 1), CN)
+        units_m, units_n = unit_grid(m, n)
         tile_units = units_m * units_n
         units = tile_units * SPLIT * batch
         a_map_step = 128 * (batched & 1)       # the next product's A map, or the same (broadcast)
@@ -332,7 +347,7 @@ def build_persistent_kernel(config):
                         pos, run_end, unit, units, tile_units, num_iters, unit_step)
                     if not found:
                         break
-                    off_m, off_n = corner(tile_unit, m, n, rank)
+                    off_m, off_n = corner_of(tile_unit, m, n, units_m, units_n, rank)
                     map_a = tmap_a + product * a_map_step
                     map_b = tmap_b + product * b_map_step
                     if product > 0:
@@ -353,12 +368,14 @@ def build_persistent_kernel(config):
             stage, phase = 0, 0
             done_stage = 0                     # the oldest stage still read by WGMMAs in flight
             pos, unit = run_start, first_unit
-            while True:                        # (not a range: a run-time step divides in 64 bits)
-                found, product, tile_unit, slice_, first_k, count_k, pos, unit = next_work(
-                    pos, run_end, unit, units, tile_units, num_iters, unit_step)
-                if not found:
-                    break
-                off_m, off_n = corner(tile_unit, m, n, rank)
+            found, product, tile_unit, slice_, first_k, count_k, pos, unit = next_work(
+                pos, run_end, unit, units, tile_units, num_iters, unit_step)
+            off_m, off_n = corner_of(tile_unit, m, n, units_m, units_n, rank)
+            while found:                       # (not a range: a run-time step divides in 64 bits)
+                # the next unit and its corner are worked out while this tile's first WGMMAs
+                # run: its divisions would otherwise hold the tensor cores idle (~1k clocks a tile)
+                next_found, next_product, next_tile_unit, next_slice = found, product, tile_unit, slice_
+                next_first_k, next_count_k, next_off_m, next_off_n = first_k, count_k, off_m, off_n
                 if count_k == 0:                   # a K slice with no K tile (K shorter than the split)
                     acc = zeros()
                 for it in range(count_k):
@@ -366,6 +383,10 @@ def build_persistent_kernel(config):
                     ptx.wgmma_fence()
                     acc = mma_k_tile(acc, base, stage, 1 if it > 0 else 0, warpgroup)
                     ptx.wgmma_commit_group()
+                    if it == 0 and LOOKAHEAD:
+                        next_found, next_product, next_tile_unit, next_slice, next_first_k, next_count_k, pos, unit = \
+                            next_work(pos, run_end, unit, units, tile_units, num_iters, unit_step)
+                        next_off_m, next_off_n = corner_of(next_tile_unit, m, n, units_m, units_n, rank)
                     ptx.wgmma_wait_group(IN_FLIGHT)
                     if it >= IN_FLIGHT:        # K tile it - IN_FLIGHT is done: free its stage
                         release(base, done_stage)
@@ -376,6 +397,10 @@ def build_persistent_kernel(config):
                     if stage == STAGES:
                         stage, phase = 0, phase ^ 1
                 ptx.wgmma_wait_group(0)
+                if count_k == 0 or not LOOKAHEAD:
+                    next_found, next_product, next_tile_unit, next_slice, next_first_k, next_count_k, pos, unit = \
+                        next_work(pos, run_end, unit, units, tile_units, num_iters, unit_step)
+                    next_off_m, next_off_n = corner_of(next_tile_unit, m, n, units_m, units_n, rank)
                 for _ in range(min(IN_FLIGHT, count_k)):   # the stages still held: free them
                     release(base, done_stage)
                     done_stage += 1
@@ -385,20 +410,21 @@ def build_persistent_kernel(config):
                     split_k_reduce(acc, workspace + product * SPLIT * plane_bytes, flags, slice_,
                                    (product * tile_units + tile_unit) * CLUSTER + rank,
                                    m, n, off_m, off_n, c + product * (m * ldc * 2), ldc)
-                    continue
-                if STREAM_K and first_k > 0:   # a later share of a tile another CTA finishes
+                elif STREAM_K and first_k > 0:   # a later share of a tile another CTA finishes
                     give(acc, workspace, flags, cta)
-                    continue
-                if STREAM_K and count_k < num_iters:   # the first share of a shared tile: finish it
-                    tile_end = (product * tile_units + tile_unit + 1) * num_iters
-                    acc = take(acc, workspace, flags, cta, tile_end, unit_step, shared)
-                if TMA_STORE:
-                    map_c = tmap_c + product * 128
-                    if product > 0 and tid % 128 == 0:
-                        ptx.fence_tensormap_acquire(map_c)
-                    store_staged(acc, base, warpgroup, off_m, off_n, map_c)
                 else:
-                    store_direct(acc, c + product * (m * ldc * 2), ldc, m, n, off_m, off_n, pair_ok)
+                    if STREAM_K and count_k < num_iters:   # the first share of a shared tile: finish it
+                        tile_end = (product * tile_units + tile_unit + 1) * num_iters
+                        acc = take(acc, workspace, flags, cta, tile_end, unit_step, shared)
+                    if TMA_STORE:
+                        map_c = tmap_c + product * 128
+                        if product > 0 and tid % 128 == 0:
+                            ptx.fence_tensormap_acquire(map_c)
+                        store_staged(acc, base, warpgroup, off_m, off_n, map_c)
+                    else:
+                        store_direct(acc, c + product * (m * ldc * 2), ldc, m, n, off_m, off_n, pair_ok)
+                found, product, tile_unit, slice_ = next_found, next_product, next_tile_unit, next_slice
+                first_k, count_k, off_m, off_n = next_first_k, next_count_k, next_off_m, next_off_n
             if TMA_STORE and tid % 128 == 0:
                 ptx.bulk_wait_group_read(0)    # shared memory must outlive the last store's reads
         if CLUSTER > 1:

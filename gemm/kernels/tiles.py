@@ -104,19 +104,25 @@ def make_epilogue(config):
 
 
 def make_unit_corner(config):
-    """`off_m, off_n = corner(unit, m, n, rank)`: the C tile of work unit `unit` for the CTA
-    of cluster rank `rank`. A unit is a cluster's cluster_m x cluster_n adjacent tiles (one
-    tile without clusters); the schedule's raster order maps unit indices onto the grid of
-    units, the same mapping the model uses (sim.engines.tile_order): "row" walks along N
-    first, "column" along M, "grouped" walks G unit rows column by column."""
+    """`units_m, units_n = unit_grid(m, n)` and `off_m, off_n = corner(unit, units_m, units_n,
+    rank)`: the C tile of work unit `unit` for the CTA of cluster rank `rank`. A unit is a
+    cluster's cluster_m x cluster_n adjacent tiles (one tile without clusters); the schedule's
+    raster order maps unit indices onto the grid of units, the same mapping the model uses
+    (sim.engines.tile_order): "row" walks along N first, "column" along M, "grouped" walks G
+    unit rows column by column. The grid is its own step because a 32-bit division costs
+    ~100 clocks of dependent latency (div.u32 by a constant too): a persistent CTA computes it
+    once, not at every tile."""
     BM, BN = config.block_m, config.block_n
     RASTER, G = config.schedule.raster, config.schedule.raster_group
     CM, CN = config.schedule.cluster_m, config.schedule.cluster_n
 
     @register_jitable(inline="always")
-    def corner(unit, m, n, rank):
-        units_m = ptx.div_u32(ptx.div_u32(m + (BM - 1), BM) + (CM - 1), CM)
-        units_n = ptx.div_u32(ptx.div_u32(n + (BN - 1), BN) + (CN - 1), CN)
+    def unit_grid(m, n):
+        return (ptx.div_u32(ptx.div_u32(m + (BM - 1), BM) + (CM - 1), CM),
+                ptx.div_u32(ptx.div_u32(n + (BN - 1), BN) + (CN - 1), CN))
+
+    @register_jitable(inline="always")
+    def corner(unit, units_m, units_n, rank):
         if RASTER == "row":
             row = ptx.div_u32(unit, units_n)
             col = unit - row * units_n
@@ -135,16 +141,17 @@ def make_unit_corner(config):
         if CN > 1:
             col = col * CN + rank
         return row * BM, col * BN
-    return corner
+    return unit_grid, corner
 
 
 def make_tile_corner(config):
     """`off_m, off_n = corner(m, n)`: the C tile of this CTA, one tile per CTA in launch order."""
-    unit_corner = make_unit_corner(config)
+    unit_grid, unit_corner = make_unit_corner(config)
 
     @register_jitable(inline="always")
     def corner(m, n):
-        return unit_corner(cuda.blockIdx.x, m, n, 0)
+        units_m, units_n = unit_grid(m, n)
+        return unit_corner(cuda.blockIdx.x, units_m, units_n, 0)
     return corner
 
 
