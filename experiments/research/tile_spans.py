@@ -28,10 +28,10 @@ DENSE_FLOPS_PER_CLK_PER_SM = 4096     # fp16 WGMMA: 4 tensor cores x 512 FMAs a 
 def units_per_cta(schedule, m: int, n: int, ctas: int) -> list[int]:
     """Work units each CTA walks in the persistent kernel's static order: cluster c takes
     units c, c + slots, ... (gemm/kernels/persistent.py), both CTAs of a cluster alike."""
-    s = schedule
-    units = -(-(-(-m // s.block_m)) // s.cluster_m) * -(-(-(-n // s.block_n)) // s.cluster_n)
-    slots = ctas // s.cluster_size
-    return [len(range(cta // s.cluster_size, units, slots)) for cta in range(ctas)]
+    from gemm.kernels import KernelConfig
+    units = KernelConfig(schedule).tile_units(m, n)
+    slots = ctas // schedule.cluster_size
+    return [len(range(cta // schedule.cluster_size, units, slots)) for cta in range(ctas)]
 
 
 def greedy_end(starts: list[float], unit_times: list[float], units: int) -> float:
