@@ -12,10 +12,14 @@
 
 Each row: fresh random inputs (C of unit variance), A [M, K] row-major and B = W.T for a
 weight W [N, K], as the suite says; our output (poisoned with NaN first) checked against a
-float64 reference, every element; then ours, torch.matmul and cupy.matmul on the same
+float64 reference, every element; then, after the GPU has rested (--rest, 4 s: each suite row's
+clock starts as a rested GPU's, whatever row came before), ours, torch.matmul and cupy.matmul on the same
 inputs, each alone in blocks (experiments.timing.time_blocks: 5 warm-up runs, 3 rounds of
 10 CUDA-event-timed runs, the contenders' blocks alternating), the median. ratio = ours over
-the faster of torch and cupy (cupy has no bf16: torch alone there). Needs the H200.
+the faster of torch and cupy (cupy has no bf16: torch alone there). Before and after the
+suite's rows, the host's floor, pace and call time under the same events
+(experiments.timing.host_probe) go into shapes.csv's header: experiments.score sets the
+model's predictions in this host. Needs the H200.
 """
 from __future__ import annotations
 
@@ -24,12 +28,13 @@ import csv
 import json
 import math
 import sys
+import time
 from pathlib import Path
 
 from gemm.schedule import PRESETS, from_spec
 
 from .paths import read_rows, results_dir
-from .timing import time_blocks, tflops
+from .timing import host_probe, time_blocks, tflops
 
 SUITE = Path(__file__).with_name("shapes.json")
 RESULTS = results_dir()
@@ -86,7 +91,7 @@ def _tolerance(dtype, schedule) -> float:
     return TOLERANCE[dtype]
 
 
-def measure_shape(shape, schedules, seed=0, input_sets=3, baselines_each=False) -> list[dict]:
+def measure_shape(shape, schedules, seed=0, input_sets=3, baselines_each=False, rest_s=0.0) -> list[dict]:
     """One row per schedule (None: the dispatcher's choice) at one shape. Each is checked
     first (NaN-poisoned output against one float64 reference, every element); then every
     correct schedule, torch.matmul and cupy.matmul are timed in one time_blocks call, so
@@ -94,7 +99,9 @@ def measure_shape(shape, schedules, seed=0, input_sets=3, baselines_each=False) 
     schedule in a time_blocks call of its own with torch and cupy, so its ratio compares
     runs made in the same stretch of time: the clock of a power-limited GPU rises after a
     schedule that draws little power and sags after one that draws much, and a sweep of
-    many schedules would otherwise favour the ones that follow light ones."""
+    many schedules would otherwise favour the ones that follow light ones. `rest_s`: seconds
+    the GPU rests after the checks, before the timing, so that the row's clock starts where a
+    rested GPU's does, whatever row came before it (the power limit's budget, sim/load_clock.py)."""
     import cupy
     import torch
 
@@ -127,6 +134,9 @@ def measure_shape(shape, schedules, seed=0, input_sets=3, baselines_each=False) 
     baselines = {"torch": torch.matmul}
     if dtype != "bfloat16":
         baselines["cupy"] = lambda x, y: cupy.matmul(cupy.from_dlpack(x), cupy.from_dlpack(y))
+    if rest_s:
+        torch.cuda.synchronize()
+        time.sleep(rest_s)
     if baselines_each:
         per_row = {name: time_blocks({name: fn, **baselines}, sets) for name, fn in timed.items()}
     else:
@@ -157,6 +167,32 @@ def hbm_copy_gb_per_s(nbytes: int = 1 << 30) -> float:
     dst = torch.empty_like(src)
     ms = time_blocks({"copy": lambda s, d: d.copy_(s)}, [(src, dst)])["copy"]
     return 2 * nbytes / (ms * 1e-3) / 1e9
+
+
+ROW_REST_S = 4.0   # a rested GPU's clock budget back (the clock-transient microbenchmark rests 4 s)
+HOST_PROBE_KEY = "host_probe"
+HOST_PROBE_WHAT = "experiments.timing.host_probe: gemm.matmul at 64^3 before the suite, microseconds"
+
+
+def suite_host_probe() -> dict:
+    """The host's floor, pace and call time under the protocol's events (experiments.timing.
+    host_probe) on this machine, measured before the suite's rows: what experiments.score
+    reads to set the model's device times in this run's host."""
+    import gemm
+    from experiments.reference import random_operands
+    a, b = random_operands(64, 64, 64, "float16", seed=0)
+    return host_probe(lambda x, y: gemm.matmul(x, y), (a, b))
+
+
+def read_host_probe(path: Path) -> dict | None:
+    """The host probe a shapes.csv's header carries ({call_us, floor_us, pace_us}), or None."""
+    for line in Path(path).read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        if line.startswith(f"# {HOST_PROBE_KEY}:"):
+            words = line.split(":", 1)[1].split("(")[0].split()
+            return {k: float(v) for k, v in (w.split("=") for w in words)}
+    return None
 
 
 def _provenance() -> dict:
@@ -219,6 +255,8 @@ def main(argv=None) -> int:
                    help="candidate schedules separated by ';' (e.g. 'v7;v7:block_n=192'), each on every shape")
     p.add_argument("--candidates", action="store_true",
                    help="sweep each shape over the dispatcher's candidates for it (what make_table reads)")
+    p.add_argument("--rest", type=float, default=ROW_REST_S,
+                   help="seconds the GPU rests before each suite row's timing (default %(default)s)")
     p.add_argument("--out-dir", type=Path, default=RESULTS)
     p.add_argument("--tag", default="", help="suffix of the output files (shapes-TAG.csv ...)")
     args = p.parse_args(argv)
@@ -252,17 +290,23 @@ def main(argv=None) -> int:
         return 0
 
     if not args.ladder:
+        probe = suite_host_probe()
+        print("host probe: " + " ".join(f"{k}={v}" for k, v in probe.items()), flush=True)
         rows = []
         for shape in tqdm(suite_shapes(args.shapes), desc="suite"):
-            r, = measure_shape(shape, [args.schedule], seed=1)
+            r, = measure_shape(shape, [args.schedule], seed=1, rest_s=args.rest)
             rows.append({**r, "gpu": meta["gpu"], "date": date})
+        probe_after = suite_host_probe()
         copy_rate = hbm_copy_gb_per_s()
         for r in rows:   # bytes per second of the rows bound by memory, as a share of a copy's
             if r.get("suite") == "decode" and r.get("gb_per_s"):
                 r["hbm_share"] = f"{float(r['gb_per_s']) / copy_rate:.3f}"
         _write(args.out_dir / f"shapes{suffix}.csv", SHAPE_COLUMNS, rows,
-               {**meta, "hbm_copy_gb_per_s": f"{copy_rate:.0f} (a 1 GiB device-to-device copy, read + write)"},
-               command)
+               {**meta, "hbm_copy_gb_per_s": f"{copy_rate:.0f} (a 1 GiB device-to-device copy, read + write)",
+                HOST_PROBE_KEY: " ".join(f"{k}={v}" for k, v in probe.items()) + f" ({HOST_PROBE_WHAT})",
+                f"{HOST_PROBE_KEY}_after": " ".join(f"{k}={v}" for k, v in probe_after.items())
+                + " (the same, after the suite's rows)"},
+               command, PROTOCOL + f"; the GPU rests {args.rest:g} s before each row's timing")
         print(f"\n{'shape':14s} {'schedule':28s} {'ours':>7s} {'torch':>7s} {'cupy':>7s} ratio")
         for r in rows:
             print(f"{r['name']:14s} {r['schedule'][:28]:28s} {r.get('ours_tflops') or '-':>7s} "

@@ -16,6 +16,7 @@ are two spellings of one grammar, and both resolve here:
   prefetch P               the producer keeps at most P loads in flight (KernelConfig.prefetch_limit)
   +NKB smem                launched with N KiB of dynamic shared memory it does not use (fewer
                            CTAs per SM, the same work)
+  bf16                     bfloat16 operands (float16 otherwise)
 
 Anything a name leaves out takes the preset's value. A few study labels that are not in this
 grammar (the residency study's "v2 s2 @2": V2, 2 stages, padded down to 2 CTAs per SM) are
@@ -41,12 +42,14 @@ class Entry:
     kind: str = "gemm"               # "gemm"; "mma": the loop without its loads; "load": without its WGMMAs
     pad_bytes: int = 0               # unused dynamic shared memory per CTA
     prefetch_limit: int | None = None  # loads in flight the producer keeps (None: the ring's depth)
+    dtype: str = "float16"           # the operands' type ("bf16" in the name: bfloat16)
 
-    def kernel_config(self, dtype: str = "float16", clock_probe: bool = False):
+    def kernel_config(self, dtype: str | None = None, clock_probe: bool = False):
         """The KernelConfig that builds this kernel for a K-major A and B (the seed's layout:
-        B stored [N, K]). Imports the kernels (numba) only when called."""
+        B stored [N, K]), of the entry's dtype unless `dtype` says otherwise. Imports the
+        kernels (numba) only when called."""
         from gemm.kernels import KernelConfig
-        return KernelConfig(self.schedule, dtype, "k", "k", clock_probe=clock_probe,
+        return KernelConfig(self.schedule, dtype or self.dtype, "k", "k", clock_probe=clock_probe,
                             mma_loop_only=self.kind == "mma", load_loop_only=self.kind == "load",
                             prefetch_limit=self.prefetch_limit)
 
@@ -66,6 +69,7 @@ def entry(name: str) -> Entry:
     over: dict = {}
     pad = 0
     prefetch = None
+    dtype = "float16"
     i = 0
     while i < len(words):
         w = words[i]
@@ -83,6 +87,8 @@ def entry(name: str) -> Entry:
             over["stages"] = int(w[1:])
         elif w == "local":
             over["phase_storage"] = "local"
+        elif w == "bf16":
+            dtype = "bfloat16"
         elif w in RASTERS:
             over["raster"] = w
         elif w == "prefetch" and i + 1 < len(words) and words[i + 1].isdigit():
@@ -96,7 +102,7 @@ def entry(name: str) -> Entry:
         i += 1
     if version is None:
         raise ValueError(f"{name!r}: a kernel name starts with its version (v1 .. v7)")
-    return Entry(preset(version, **over), kind, pad, prefetch)
+    return Entry(preset(version, **over), kind, pad, prefetch, dtype)
 
 
 def schedule(name: str) -> Schedule:

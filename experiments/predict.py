@@ -4,7 +4,8 @@
         --out experiments/results/h200-sxm/predicted-<tag>.csv
 
 One row per (shape, candidate): the model's time for one call as a CUDA-event timing sees it
-(`predicted_ms`: host + device, sim/call.py), the device time of the call (its kernels back
+(`predicted_ms`: host + device, sim/call.py, at the clock of the bench's median run under its
+load, sim/load_clock.py), the device time of the call (its kernels back
 to back), the time per call when calls run back to back, the GEMM kernel alone, TFLOPS
 (from predicted_ms), the model's rank of the candidate for that shape, what the model says
 binds, and one call at the clock the schedule earns (the fast path: a second hypothesis).
@@ -31,7 +32,7 @@ SUITE = ROOT.parent / "shared" / "bench" / "shapes.json"
 COLUMNS = ("suite", "name", "m", "n", "k", "batch", "dtype", "schedule", "built", "predicted_ms", "predicted_tflops",
            "predicted_device_ms", "predicted_queued_ms", "predicted_kernel_ms", "predicted_rank", "ctas_per_sm",
            "ctas", "units_per_cta", "bound", "gpu", "clock_ghz", "predicted_ms_earned_clock", "earned_clock_ghz",
-           "model_version", "commit", "date")
+           "predicted_ms_profile_clock", "kernels", "model_version", "commit", "date")
 SM_COUNT = 132
 
 
@@ -119,11 +120,15 @@ def predict_shape(shape: dict, gpu: str, fast: bool = False) -> list[dict]:
     """Rows for one shape, every candidate, ranked by predicted_ms."""
     import sim
     from gemm.schedule import kernel_gaps
+    from sim.load_clock import calls_before_runs
     m, n, k, batch = shape["m"], shape["n"], shape["k"], shape.get("batch", 1)
     dtype = shape.get("dtype", "float16")
     rows = []
     for s in candidates(m, n, k, batch):
-        p = (sim.fast_predict if fast else sim.predict)(s, m, n, k, gpu=gpu, dtype=dtype, batch=batch)
+        contenders = 2 if dtype == "bfloat16" else 3   # ours, torch and (not for bf16) cupy: the bench's
+        p = (sim.fast_predict if fast else sim.predict)(s, m, n, k, gpu=gpu, dtype=dtype, batch=batch, clock="load",
+                                                        load_calls=calls_before_runs(contenders))
+        one = sim.fast_predict(s, m, n, k, gpu=gpu, dtype=dtype, batch=batch)
         e = sim.fast_predict(s, m, n, k, gpu=gpu, dtype=dtype, batch=batch, clock="earned")
         rows.append({"suite": shape.get("suite", ""), "name": shape.get("name", ""), "m": m, "n": n, "k": k,
                      "batch": batch, "dtype": dtype, "schedule": s.name, "built": not kernel_gaps(s),
@@ -132,7 +137,8 @@ def predict_shape(shape: dict, gpu: str, fast: bool = False) -> list[dict]:
                      "predicted_kernel_ms": round(p.call["kernel_ms"], 5), "ctas_per_sm": p.ctas_per_sm,
                      "ctas": p.launch["ctas"], "units_per_cta": p.launch["units_per_cta"], "bound": p.bound,
                      "gpu": gpu, "clock_ghz": p.clock_ghz,
-                     "predicted_ms_earned_clock": round(e.timed_ms, 5), "earned_clock_ghz": round(e.clock_ghz, 3)})
+                     "predicted_ms_earned_clock": round(e.timed_ms, 5), "earned_clock_ghz": round(e.clock_ghz, 3),
+                     "predicted_ms_profile_clock": round(one.timed_ms, 5), "kernels": p.call["kernels"]})
     for i, r in enumerate(sorted(rows, key=lambda r: r["predicted_ms"])):
         r["predicted_rank"] = i + 1
     return rows
@@ -182,9 +188,12 @@ def main(argv=None) -> int:
                 f"{' --fast' if a.fast else ''} (model {version}, commit {sha}, {date}); before any measurement of "
                 "these rows. predicted_ms: one call between CUDA events (host + device); predicted_device_ms: its "
                 "kernels back to back; predicted_queued_ms: calls back to back; predicted_kernel_ms: the GEMM "
-                "kernel alone (launch included). TFLOPS from predicted_ms. Rank 1 = the model's choice. "
-                "predicted_ms_earned_clock: one call at the clock the schedule's own activity earns (sim/clock.py; "
-                "the fast path, per-wave bytes), a second hypothesis beside the profile's one clock.\n")
+                "kernel alone (launch included), all at the clock of the bench's median run under its load "
+                "(sim/load_clock.py; clock_ghz) and the profile's host (sim/call.py event_ms). TFLOPS from "
+                "predicted_ms. Rank 1 = the model's choice. predicted_ms_earned_clock: one call at the clock the "
+                "schedule's own activity earns (sim/clock.py; the fast path, per-wave bytes); "
+                "predicted_ms_profile_clock: at the profile's one clock (the fast path): two other hypotheses. "
+                "kernels: the call's kernels (experiments.score sets predicted_device_ms in a run's own host).\n")
         w = csv.DictWriter(f, fieldnames=COLUMNS)
         w.writeheader()
         w.writerows(rows)

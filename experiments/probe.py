@@ -30,7 +30,7 @@ def probed_launcher(config, m: int, n: int, k: int, launches: int = 1, extra_sha
     gx, gy, _ = loaded.config.grid(m, n, loaded.resident_clusters)   # (a persistent grid is as many as fit)
     ctas = gx * gy
     probe = cupy.zeros((launches * ctas, PROBE_WORDS), dtype=cupy.uint64)
-    out = torch.empty((m, n), dtype=torch.float16, device="cuda")
+    out = torch.empty((m, n), dtype=getattr(torch, config.dtype), device="cuda")
 
     def run(a, b, slot: int = 0):
         if not 0 <= slot < launches:

@@ -23,10 +23,12 @@ import statistics
 import sys
 from pathlib import Path
 
+from .bench import read_host_probe
+
 RESULTS = Path(__file__).with_name("results")
 TUNED_TOP = 3    # candidates gemm.autotune times by default, the model's fastest first
 TIMINGS = {"one call": "predicted_ms", "back to back": "predicted_queued_ms", "device": "predicted_device_ms",
-           "earned clock": "predicted_ms_earned_clock"}
+           "earned clock": "predicted_ms_earned_clock", "profile clock": "predicted_ms_profile_clock"}
 
 
 def _rows(path: Path) -> list[dict]:
@@ -74,6 +76,20 @@ def _spearman(x, y) -> float:
     return num / den if den else float("nan")
 
 
+RUN_HOST = "one call, this run's host"
+
+
+def at_run_host(pred: dict, probe: dict) -> float:
+    """The predicted call (ms) as the events see it with the run's own host (its shapes.csv's
+    host_probe: call, floor and pace, measured before the rows) in place of the profile's: the
+    model's device time through the model's formula (sim.call.event_ms)."""
+    from sim.call import event_ms
+    from sim.hardware import load_profile
+    prof = load_profile(pred.get("gpu") or "h200-sxm")
+    return event_ms(float(pred["predicted_device_ms"]), probe["call_us"], probe["floor_us"], probe["pace_us"],
+                    prof.event_tail_us, int(pred["kernels"]) - 1, prof.host_launch_us)
+
+
 def score(predicted: Path, measured: Path) -> dict:
     pred = {}
     for r in _rows(predicted):
@@ -85,13 +101,19 @@ def score(predicted: Path, measured: Path) -> dict:
         p = pred.get((r["name"], _key(r["schedule"])))
         (joined if p else missing).append((r, p))
     out = {"rows": len(joined), "missing": [(r["name"], r["schedule"]) for r, _ in missing], "timings": {}}
-    for label, col in TIMINGS.items():
-        if joined and col not in joined[0][1]:
+    probe = read_host_probe(measured)
+    timings = dict(TIMINGS)
+    if probe and joined and "kernels" in joined[0][1]:
+        out["host_probe"] = probe
+        timings[RUN_HOST] = RUN_HOST
+    for label, col in timings.items():
+        if joined and col not in joined[0][1] and col != RUN_HOST:
             continue
         meas, model, err = [], [], []
         for r, p in joined:
             flops = 2.0 * int(r["m"]) * int(r["n"]) * int(r["k"]) * int(r.get("batch") or 1)
-            t = flops / (float(p[col]) * 1e-3) / 1e12
+            ms = at_run_host(p, probe) if col == RUN_HOST else float(p[col])
+            t = flops / (ms * 1e-3) / 1e12
             meas.append(float(r["ours_tflops"]))
             model.append(t)
             err.append(t / float(r["ours_tflops"]) - 1)

@@ -48,14 +48,48 @@ def time_blocks(fns: dict, input_sets, blocks=3, per_block=10, warmup=5) -> dict
     for _ in range(blocks):
         for name, fn in fns.items():
             for i in range(per_block):
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                args = input_sets[i % len(input_sets)]
-                start.record()
-                fn(*args)
-                end.record()
-                events[name].append((start, end))
+                events[name].append(_event_timed_run(fn, input_sets[i % len(input_sets)]))
     torch.cuda.synchronize()
     return {name: statistics.median(s.elapsed_time(e) for s, e in ev) for name, ev in events.items()}
+
+
+def _event_timed_run(fn, args):
+    """One timed run of time_blocks: two CUDA events made and recorded around the call, no
+    synchronisation. Returns the events."""
+    import torch
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn(*args)
+    end.record()
+    return start, end
+
+
+def host_probe(fn, args, runs=300, calls=1000) -> dict:
+    """The host as the protocol's events see it, in microseconds, measured with `fn(*args)` a
+    call whose kernel is far shorter than its host work (gemm.matmul at 64^3):
+      floor_us  the median time between the two events of time_blocks' runs: the host's work
+                from one record to the other, when the GPU waits on the host;
+      pace_us   one of time_blocks' runs on the host's wall clock (events made and recorded
+                around the call): how often a call reaches a GPU that is faster than the host;
+      call_us   one call, calls back to back on the host's wall clock with one synchronisation
+                at the end: the host's work before the kernel starts.
+    sim.call.event_ms turns them and a predicted device time into what the events measure."""
+    import time
+
+    import torch
+    floor_ms = time_blocks({"probe": fn}, [args], blocks=1, per_block=runs, warmup=20)["probe"]
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    kept = [_event_timed_run(fn, args) for _ in range(runs)]
+    pace_s = (time.perf_counter() - t0) / runs
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn(*args)
+    call_s = (time.perf_counter() - t0) / calls
+    torch.cuda.synchronize()
+    del kept
+    return {"call_us": round(call_s * 1e6, 2), "floor_us": round(floor_ms * 1e3, 2), "pace_us": round(pace_s * 1e6, 2)}
 
 
 def back_to_back_us(fn, calls=30, warmup=10) -> float:

@@ -10,9 +10,12 @@ units). Three times describe it:
 
   device  every kernel back to back on the stream: each pays `launch_us` (its launch and
           drain) besides its own work;
-  timed   one call between two CUDA events, on an idle GPU: the host's time to get the
-          kernels going (`host_call_us`, plus `host_launch_us` for each further kernel)
-          passes between the start event and the first kernel, so it is inside;
+  timed   one call between two CUDA events, as the protocol's loop times it (event_ms): the
+          start event is recorded, the host gets the kernels going (`host_call_us`, plus
+          `host_launch_us` for each further kernel) and records the end event; no
+          synchronisation between runs. A kernel shorter than the host's work is timed at the
+          host's floor (`host_floor_us`) or, a little longer, at its pace (`host_pace_us`); a
+          longer one at its own time and the events' tail (`event_tail_us`);
   queued  calls back to back, each between its events: the host runs ahead while the device
           is the slower of the two and the GPU waits on the host otherwise, so each call
           takes the longer of the host's and the device's time.
@@ -75,6 +78,26 @@ def stream_k_fixup_s(s: Schedule, k_iters: int, run: int, prof: GpuProfile) -> f
     return (1 + others) * slot / (prof.l2_sm_bytes_per_clk * prof.clock_ghz * 1e9)
 
 
+def event_ms(device_ms: float, call_us: float, floor_us: float, pace_us: float, tail_us: float,
+             extra_kernels: int = 0, launch_us: float = 0.0) -> float:
+    """What two CUDA events around one call measure (ms) in the protocol's loop of runs
+    (experiments.timing.time_blocks) for a call whose kernels take `device_ms` back to back.
+
+    The kernel starts `call_us` after the start event (the GPU is idle: it waits on the host),
+    and the end event cannot come before the host records it (`floor_us` after the start).
+    When that would end the kernel after the host's next run has begun (`pace_us`, one run of
+    the loop), each run starts where the last one's kernel ended and the GPU catches up once
+    per run: the runs are timed at the pace. A kernel longer than the pace keeps the GPU busy:
+    its own time and the end event's `tail_us`. So
+        max(d + tail, min(pace, max(floor, call + d))).
+    Each further kernel of the call (`extra_kernels`, e.g. operand copies) adds `launch_us` of
+    host work to the call, the floor and the pace. Measured in three regimes (notes item 101)."""
+    extra = extra_kernels * launch_us
+    call, floor, pace = call_us + extra, floor_us + extra, pace_us + extra
+    d = device_ms * 1e3
+    return max(d + tail_us, min(pace, max(floor, call + d))) * 1e-3
+
+
 def timed(kernel_s: float, s: Schedule, m: int, n: int, k: int, batch: int, slices: int, prof: GpuProfile,
           host_us: float | None = None, tiles: int = 0, stream_k: tuple[int, int] = (0, 0)) -> dict:
     """The call as a CUDA-event timing sees it; `kernel_s` is the GEMM kernel's time on the stream
@@ -86,8 +109,11 @@ def timed(kernel_s: float, s: Schedule, m: int, n: int, k: int, batch: int, slic
     copy_s, copies = copy_kernels_s(m, n, k, batch, prof)
     kernels = 1 + copies
     device_s = kernel_s + reduce_s + copy_s
-    host_s = ((prof.host_call_us if host_us is None else host_us) + (kernels - 1) * prof.host_launch_us) * 1e-6
+    call_us = prof.host_call_us if host_us is None else host_us
+    host_s = (call_us + (kernels - 1) * prof.host_launch_us) * 1e-6
+    timed_ms = event_ms(device_s * 1e3, call_us, prof.host_floor_us, prof.host_pace_us, prof.event_tail_us,
+                        kernels - 1, prof.host_launch_us)
     return {"kernel_ms": kernel_s * 1e3, "reduce_ms": reduce_s * 1e3, "copy_ms": copy_s * 1e3,
             "device_ms": device_s * 1e3, "host_ms": host_s * 1e3, "host_bound": device_s < host_s,
-            "timed_ms": (device_s + host_s) * 1e3, "queued_ms": max(device_s, host_s) * 1e3, "kernels": kernels,
-            "operand_copies": copies}
+            "timed_ms": timed_ms, "serial_ms": (device_s + host_s) * 1e3,
+            "queued_ms": max(device_s, host_s) * 1e3, "kernels": kernels, "operand_copies": copies}

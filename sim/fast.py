@@ -94,9 +94,10 @@ def steady_sm(s: Schedule, gpu: GpuProfile, ctas: int, k_iters: int, miss_rate: 
 
 def fast_predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
                  gpu: str | GpuProfile = "h200-sxm", dtype: str = "float16", batch: int = 1,
-                 host_us: float | None = None, registers: int | None = None, clock: str = "profile"):
-    """predict() with the steady-state SM (steady_sm) and the per-wave HBM bytes; `clock` as
-    predict's ("earned": bisection on the clock, each step this fast path)."""
+                 host_us: float | None = None, registers: int | None = None, clock: str = "profile",
+                 load_calls: tuple | None = None):
+    """predict() with the steady-state SM (steady_sm) and the per-wave HBM bytes; `clock` and
+    `load_calls` as predict's ("earned": bisection on the clock, each step this fast path)."""
     from .model import _predict
     prof = load_profile(gpu) if isinstance(gpu, str) else gpu
     options = dict(dtype=dtype, trace=False, sim_iters=48, notes=None, loads=True, mmas=True, ctas_per_sm=None,
@@ -106,4 +107,8 @@ def fast_predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192
         from .clock import predict_at_earned_clock
         return predict_at_earned_clock(lambda *a, **o: _predict(*a, **o, sm_model=steady_sm), schedule, m, n, k,
                                        prof, options)
+    if clock == "load":
+        from .load_clock import predict_under_load
+        return predict_under_load(lambda *a, **o: _predict(*a, **o, sm_model=steady_sm), schedule, m, n, k, prof,
+                                  options, load_calls)
     return _predict(schedule, m, n, k, prof, **options, sm_model=steady_sm)

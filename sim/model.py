@@ -31,7 +31,7 @@ from .hardware import GpuProfile, load_profile
 from .schedules import CtaWork, simulate_sm
 
 DTYPES = ("float16", "bfloat16")
-CLOCKS = ("profile", "earned")
+CLOCKS = ("profile", "earned", "load")
 
 
 @dataclass
@@ -83,7 +83,7 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
             hbm_read_bytes: float | None = None,
             hbm_read_source: str = "model-only what-if", clock: str = "profile",
             reuse: str = "convoy", batch: int = 1, host_us: float | None = None,
-            registers: int | None = None) -> Prediction:
+            registers: int | None = None, load_calls: tuple | None = None) -> Prediction:
     """Predict one call. Raises ScheduleError for a schedule that cannot run.
 
     `batch`: independent products in one launch (grid = tiles x batch).
@@ -91,7 +91,9 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
     or "timeline". `hbm_read_bytes` (a what-if) sets them instead, e.g. Nsight Compute's
     dram__bytes_read of the real kernel; `hbm_read_source` names where they come from.
     `clock`: "profile" runs at the profile's one sustained clock; "earned" at the clock this
-    schedule's own activity earns (sim/clock.py).
+    schedule's own activity earns (sim/clock.py); "load" at the clock of a timing's median run
+    as the power limit falls under its load (sim/load_clock.py; `load_calls`: the calls before
+    each timed run, default the bench's protocol with three contenders).
     `host_us`: the host time of one call (default: the profile's host_call_us).
     `registers`: the built kernel's registers per thread (ptxas, or the CUDA occupancy API's
     view of it) instead of the model's estimate (accumulators + reg_overhead, or setmaxnreg's
@@ -111,7 +113,11 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
     if clock == "earned":
         from .clock import predict_at_earned_clock
         return predict_at_earned_clock(_predict, schedule, m, n, k, gpu, options)
-    return _predict(schedule, m, n, k, load_profile(gpu) if isinstance(gpu, str) else gpu, **options)
+    prof = load_profile(gpu) if isinstance(gpu, str) else gpu
+    if clock == "load":
+        from .load_clock import predict_under_load
+        return predict_under_load(_predict, schedule, m, n, k, prof, options, load_calls)
+    return _predict(schedule, m, n, k, prof, **options)
 
 
 def _predict(s: Schedule, m: int, n: int, k: int, prof: GpuProfile, dtype: str = "float16",

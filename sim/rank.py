@@ -33,7 +33,10 @@ def _profile(gpu: str | GpuProfile) -> GpuProfile:
 def rank(candidates, m: int, n: int, k: int, batch: int = 1, dtype: str = "float16",
          gpu: str | GpuProfile = "h200-sxm", host_us: float | None = None,
          full: bool = False) -> list[tuple[Schedule, float]]:
-    """[(schedule, predicted ms of one call)], fastest first (ties keep the candidates' order)."""
+    """[(schedule, predicted ms of one call)], fastest first (ties keep the candidates' order).
+    The time is the call's host work and its device time one after the other (sim/call.py's
+    serial_ms): it orders candidates as their device times do, where the events' host floor
+    (timed_ms) would call every small candidate equal."""
     prof = _profile(gpu)
     out = []
     for i, s in enumerate(candidates):
@@ -43,9 +46,9 @@ def rank(candidates, m: int, n: int, k: int, batch: int = 1, dtype: str = "float
             try:
                 if full:
                     from .model import predict
-                    ms = predict(s, m, n, k, gpu=prof, dtype=dtype, batch=batch, host_us=host_us).timed_ms
+                    ms = predict(s, m, n, k, gpu=prof, dtype=dtype, batch=batch, host_us=host_us).call["serial_ms"]
                 else:
-                    ms = fast_predict(s, m, n, k, gpu=prof, dtype=dtype, batch=batch, host_us=host_us).timed_ms
+                    ms = fast_predict(s, m, n, k, gpu=prof, dtype=dtype, batch=batch, host_us=host_us).call["serial_ms"]
             except ScheduleError:
                 ms = float("inf")
             if len(_RESULTS) >= _RESULTS_MAX:

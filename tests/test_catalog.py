@@ -30,6 +30,12 @@ def test_loops_pads_prefetch_and_aliases():
     assert catalog.entry("v2 s2 @1") == catalog.Entry(preset("v2"), "gemm", 64 * 1024)
 
 
+def test_the_bf16_word_sets_the_operands_type():
+    e = catalog.entry("v7 bf16")
+    assert e.schedule == preset("v7") and e.dtype == "bfloat16" and catalog.entry("v7").dtype == "float16"
+    assert e.kernel_config().dtype == "bfloat16" and e.kernel_config("float16").dtype == "float16"
+
+
 @pytest.mark.parametrize("name", ["", "v9", "s2 v2", "v2 fast", "v2 +32KB", "v2 128x128x64 s2 prefetch"])
 def test_names_outside_the_grammar_are_refused(name):
     with pytest.raises(ValueError):

@@ -57,17 +57,33 @@ def test_fixed_costs_dominate_as_the_problem_shrinks(g):
     assert shares == sorted(shares) and shares[0] < 0.05 and shares[-1] > 0.7
 
 
-def test_one_call_adds_the_host_time(g):
-    """A CUDA-event timing of one call spans the host's work and the device's; back to back the
-    longer of the two; the device time alone is what the 8192^3 sweeps compare with."""
+def test_one_call_as_the_events_see_it(g):
+    """Two CUDA events around a call in the protocol's loop: a kernel far shorter than the host's
+    work is timed at the host's floor, the host's call time and the kernel one after the other
+    above it, never longer than the host's pace unless the kernel is; a long kernel at its own
+    time and the events' tail. Back to back the longer of host and device; the device time
+    alone is what the 8192^3 sweeps compare with."""
     p = sim.predict(preset("v3"), 256, 256, 256, gpu=g)
-    assert p.timed_ms == pytest.approx(p.ms + g.host_call_us * 1e-3)
+    assert p.timed_ms == pytest.approx(g.host_floor_us * 1e-3)
+    assert p.call["serial_ms"] == pytest.approx(p.ms + g.host_call_us * 1e-3)
     assert p.call["queued_ms"] == pytest.approx(max(p.ms, g.host_call_us * 1e-3))
     assert p.bound == "host" and p.call["host_bound"]
     q = sim.predict(preset("v3"), 256, 256, 256, gpu=g, host_us=5.0)
-    assert q.timed_ms == pytest.approx(q.ms + 5e-3) and q.ms == p.ms
+    assert q.call["serial_ms"] == pytest.approx(q.ms + 5e-3) and q.ms == p.ms
     big = sim.predict(preset("v3"), 4096, 4096, 4096, gpu=g)    # the device outlasts the host
     assert big.call["queued_ms"] == pytest.approx(big.ms) and not big.call["host_bound"]
+    assert big.timed_ms == pytest.approx(big.ms + g.event_tail_us * 1e-3)
+    # the three regimes of the formula, and continuity between them
+    floor, pace, host = g.host_floor_us, g.host_pace_us, g.host_call_us
+    ev = lambda d_us: call.event_ms(d_us * 1e-3, host, floor, pace, g.event_tail_us) * 1e3  # noqa: E731
+    assert ev(1.0) == pytest.approx(floor)
+    assert ev(floor - host + 2) == pytest.approx(floor + 2)
+    assert ev(pace - 2) == pytest.approx(pace)
+    assert ev(pace + 5) == pytest.approx(pace + 5 + g.event_tail_us)
+    times = [ev(d) for d in range(0, 80)]
+    assert times == sorted(times) and all(t >= d for d, t in enumerate(times))
+    # each further kernel adds its host launch to the call, the floor and the pace
+    assert call.event_ms(1e-3, host, floor, pace, 1.0, 2, 7.0) * 1e3 == pytest.approx(floor + 14)
 
 
 def test_unaligned_rows_cost_two_copies(g):

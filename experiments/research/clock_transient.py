@@ -52,21 +52,24 @@ def dump(path: Path, launches: int, rest: float, kernels=KERNELS) -> None:
     and load-only loops) and, for the footprint experiment (run 45), "v1 +32KB smem": V1 with
     32 KB of shared memory per CTA it does not use."""
     import torch
-    a, b = random_operands(M, N, K, "float16", seed=1)
-    b = b.t().contiguous().t()
     entries = {name: catalog.entry(name) for name in kernels}
+    operands = {}
+    for dtype in {e.dtype for e in entries.values()}:
+        a, b = random_operands(M, N, K, dtype, seed=1)
+        operands[dtype] = a, b.t().contiguous().t()
     launchers = {name: probed_launcher(e.kernel_config(clock_probe=True), M, N, K, launches, e.pad_bytes)[:2]
                  for name, e in entries.items()}
-    for run, _ in launchers.values():  # load each module and touch each kernel once, then rest
-        run(a, b)
+    for name, (run, _) in launchers.items():  # load each module and touch each kernel once, then rest
+        run(*operands[entries[name].dtype])
     torch.cuda.synchronize()
     out = {}
     for pass_, order in (("forward", kernels), ("reverse", kernels[::-1])):
         for name in order:
             events = [torch.cuda.Event(enable_timing=True) for _ in range(launches + 1)]
             run, probe = launchers[name]
+            a, b = operands[entries[name].dtype]
 
-            def rest_then_launch(run=run, events=events):
+            def rest_then_launch(run=run, events=events, a=a, b=b):
                 time.sleep(rest)
                 t0 = datetime.now().strftime(SMI_TIME)  # nvidia-smi's clock and format: local time
                 for i in range(launches):
@@ -83,8 +86,10 @@ def dump(path: Path, launches: int, rest: float, kernels=KERNELS) -> None:
             rec = probe.get().reshape(launches, -1, probe.shape[1]).astype(np.int64)
             out[f"clock {key}"] = np.median(probe_clock_ghz(rec), axis=1)  # each launch's counted clock
             out[f"kclk {key}"] = np.median(rec[..., 2] - rec[..., 0], axis=1) / 1e3
+            out[f"end {key}"] = np.max(rec[..., 3], axis=1)   # each launch's last CTA's end, %globaltimer ns
             for i in STAMPED:
-                if i < launches and entries[name].kind == "gemm":  # the loops' bytes are not a GEMM's
+                # the loops' bytes are not a GEMM's; the stamps' replay reads one tile per CTA
+                if i < launches and entries[name].kind == "gemm" and not entries[name].schedule.persistent:
                     out[f"stamps {key}#{i}"] = rec[i]
             ms = out[f"ms {key}"]
             print(f"{key}: first {ms[0]:.3f} ms, launches 5-35 {np.median(ms[5:35]):.3f}, "
@@ -120,6 +125,15 @@ def stamped_against_model(s, ms: float, records, prof) -> dict:
             "model_tflops_per_wave_bytes": round(sim.predict(s, M, N, K, gpu=at_clock, reuse="per-wave").tflops, 1)}
 
 
+def counted_down_ms(ms, clocks) -> float:
+    """When the counted clock falls: the start (ms after the first launch began) of the first
+    launch whose clock is below the midpoint of the first five launches' and the settled
+    (100+) clock. What sim/load_clock.py's down_ms is."""
+    early, settled = float(np.median(clocks[:5])), float(np.median(clocks[100:]))
+    below = np.flatnonzero(np.asarray(clocks) < (early + settled) / 2)
+    return round(float(np.sum(ms[:below[0]])), 1) if len(below) else float("nan")
+
+
 def summarize(path: Path) -> list[dict]:
     prof = load_profile("h200-sxm")
     z = np.load(path)
@@ -138,6 +152,8 @@ def summarize(path: Path) -> list[dict]:
                 row[f"tflops {label}"] = round(2 * M * N * K / (float(np.median(ms[lo:hi])) * 1e-3) / 1e12, 1)
                 if f"clock {key}" in z.files:
                     row[f"clock {label}"] = round(float(np.median(z[f"clock {key}"][lo:hi])), 3)
+            if f"clock {key}" in z.files and len(ms) > 100:
+                row["counted_down_ms"] = counted_down_ms(ms, z[f"clock {key}"])
             smi = _smi_series(z[f"smi {key}"], str(z[f"t0 {key}"]))
             busy = smi[(smi[:, 0] >= 0) & (smi[:, 0] <= ms.sum() / 1e3)]
             steady = float(np.median(busy[len(busy) // 2:, 2])) if len(busy) else float("nan")

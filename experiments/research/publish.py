@@ -7,7 +7,7 @@ The tests under tests/ read only published CSVs in experiments/results/<gpu>/, n
 records under logs/. These are copied or derived from those records without a model in
 between, each under a `#` header naming its runs and this command:
 
-  clock_transient.csv     every launch timed from a rested GPU (runs 38, 39, 44-46): the rows of
+  clock_transient.csv     every launch timed from a rested GPU (runs 38, 39, 44-46, 58): the rows of
                           each run's `clock_transient --summarize` table, a `run` column first
   power_sweep.csv         board power against busy SMs (runs 36, 37, 40, 41): the rows of each
                           run's `power_sweep --summarize` table, a `run` column first
@@ -33,7 +33,7 @@ from experiments.research.activity import activities, labelled_launches, shape_o
 from experiments.research.hbm_compare import read_ncu
 from experiments.research.l2_same_launch import KERNELS as SAME_LAUNCH
 
-TRANSIENT_RUNS = ("run38", "run39", "run44", "run45", "run46")
+TRANSIENT_RUNS = ("run38", "run39", "run44", "run45", "run46", "run58")
 SWEEP_RUNS = ("run36", "run37", "run40", "run41")
 ACTIVITY_RUNS = ("run48", "run49", "run50", "run51", "run52", "run53", "run54", "run56", "run58", "run61", "run62")
 COMMAND = "python -m experiments.research.publish"

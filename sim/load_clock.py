@@ -1,0 +1,57 @@
+"""The clock a timing sees as its load goes on: `predict(.., clock="load")`.
+
+From a rested GPU the V6-V7 kernel (a producer warpgroup: gemm/kernels/persistent.py) at
+8192^3 counts 1.52 GHz (fp16; bf16 1.59) launch after launch for 46-79 ms, then the 700 W
+limit pulls it to 1.30 (bf16 1.38) within a few launches, where it stays (clock-transient
+microbenchmark, run 57). A timing that runs calls back to back, as the protocol does
+(experiments.timing.time_blocks: each contender's warm-up, then rounds of blocks), sees the
+early clock in the runs that start before that point and the settled clock after it. Each
+timed run starts some number of calls into the load (`calls_before_runs`), each call about the
+time the events measure for it; the protocol reports the median run, so the prediction is the
+early clock's when more than half the runs start before `down_ms`, else the settled clock's.
+
+The profile's `load_clock` holds {dtype: {early_ghz, settled_ghz, down_ms}}; other kernels
+(the one-producer-warp and ring families) and dtypes it has no entry for keep the profile's
+one clock. Each row is taken to start its load from a rested GPU (what the bench's
+correctness check before it gives, in part: a long row before a short one is not modelled).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+
+def calls_before_runs(contenders: int, blocks: int = 3, per_block: int = 10, warmup: int = 5) -> tuple:
+    """For each timed run of the first contender in experiments.timing.time_blocks, the calls
+    the GPU ran before it: every contender's `warmup` runs, then rounds in which each
+    contender runs a block of `per_block`, the first contender's block first."""
+    start = contenders * warmup
+    return tuple(start + r * contenders * per_block + i for r in range(blocks) for i in range(per_block))
+
+
+def warpgroup_producer(schedule) -> bool:
+    """Whether the schedule runs on the V6-V7 kernel (a producer warpgroup), whose clock the
+    profile's load_clock holds."""
+    return schedule.family == "specialized" and schedule.producer_warps == 4
+
+
+def predict_under_load(predict_at_profile, schedule, m, n, k, prof, options: dict, load_calls=None):
+    """sim.predict(clock="load"): the prediction at the clock of the protocol's median run
+    (module docstring). `predict_at_profile(schedule, m, n, k, profile, **options)`;
+    `load_calls`: calls before each timed run (default: calls_before_runs(3), ours, torch and
+    cupy)."""
+    entry = (prof.load_clock or {}).get(options.get("dtype", "float16"))
+    if entry is None or not warpgroup_producer(schedule):
+        return predict_at_profile(schedule, m, n, k, prof, **options)
+    runs = calls_before_runs(3) if load_calls is None else tuple(load_calls)
+    early = predict_at_profile(schedule, m, n, k, dataclasses.replace(prof, clock_ghz=entry["early_ghz"]),
+                               **options)
+    before = sum(1 for c in runs if c * early.timed_ms < entry["down_ms"])
+    if 2 * before > len(runs):
+        p = early
+    else:
+        p = predict_at_profile(schedule, m, n, k, dataclasses.replace(prof, clock_ghz=entry["settled_ghz"]),
+                               **options)
+    p.notes.append(f"clock {p.clock_ghz:.3f} GHz: {before} of the timing's {len(runs)} runs start before the "
+                   f"power limit's fall at {entry['down_ms']:.0f} ms of load ({early.timed_ms:.3f} ms a call at "
+                   f"{entry['early_ghz']:.3f} GHz; sim/load_clock.py)")
+    return p

@@ -1,0 +1,66 @@
+"""The clock under a timing's load (sim/load_clock.py) and the host as the events see it, set
+in a run's own host (experiments.score)."""
+import dataclasses
+
+import pytest
+
+import sim
+from gemm.schedule import preset
+from sim.load_clock import calls_before_runs, warpgroup_producer
+
+
+@pytest.fixture(scope="module")
+def g():
+    return sim.load_profile("h200-sxm")
+
+
+def test_the_protocols_runs_sit_where_time_blocks_puts_them():
+    runs = calls_before_runs(3)
+    assert len(runs) == 30 and runs[0] == 15 and runs[9] == 24 and runs[10] == 45 and runs[-1] == 84
+    assert calls_before_runs(2)[0] == 10 and calls_before_runs(2)[10] == 30
+
+
+def test_short_rows_run_at_the_early_clock_long_rows_at_the_settled(g):
+    entry = g.load_clock["float16"]
+    short = sim.fast_predict(preset("v7"), 4096, 4096, 4096, gpu=g, clock="load")
+    long = sim.fast_predict(preset("v7"), 8192, 8192, 8192, gpu=g, clock="load")
+    assert short.clock_ghz == entry["early_ghz"] and long.clock_ghz == entry["settled_ghz"]
+    assert entry["early_ghz"] > entry["settled_ghz"]
+    # a timing with fewer calls before its runs keeps the long row early too
+    quick = sim.fast_predict(preset("v7"), 8192, 8192, 8192, gpu=g, clock="load", load_calls=range(10))
+    assert quick.clock_ghz == entry["early_ghz"] and quick.ms < long.ms
+    assert any("power limit" in n for n in long.notes)
+
+
+def test_bf16_has_its_own_clocks(g):
+    p = sim.fast_predict(preset("v7"), 4096, 4096, 4096, gpu=g, dtype="bfloat16", clock="load")
+    assert p.clock_ghz == g.load_clock["bfloat16"]["early_ghz"] != g.load_clock["float16"]["early_ghz"]
+
+
+def test_other_kernels_and_profiles_without_it_keep_the_profile_clock(g):
+    assert warpgroup_producer(preset("v7")) and warpgroup_producer(preset("v6"))
+    assert not warpgroup_producer(preset("v5")) and not warpgroup_producer(preset("v2"))
+    ring = sim.fast_predict(preset("v3"), 4096, 4096, 4096, gpu=g, clock="load")
+    assert ring.clock_ghz == g.clock_ghz
+    bare = dataclasses.replace(g, load_clock=None)
+    assert sim.fast_predict(preset("v7"), 4096, 4096, 4096, gpu=bare, clock="load").clock_ghz == g.clock_ghz
+    full = sim.predict(preset("v7"), 4096, 4096, 4096, gpu=g, clock="load")
+    assert full.clock_ghz == g.load_clock["float16"]["early_ghz"]
+
+
+def test_a_runs_host_probe_is_read_and_applied(tmp_path, g):
+    from experiments.bench import read_host_probe
+    from experiments.score import at_run_host
+    f = tmp_path / "shapes.csv"
+    f.write_text("# gpu: NVIDIA H200\n# host_probe: call_us=17.0 floor_us=34.0 pace_us=53.0 (probe)\n"
+                 "# host_probe_after: call_us=1 floor_us=2 pace_us=3 (the same, after)\nsuite,name\n")
+    probe = read_host_probe(f)
+    assert probe == {"call_us": 17.0, "floor_us": 34.0, "pace_us": 53.0}
+    pred = {"gpu": "h200-sxm", "kernels": "1"}
+    assert at_run_host({**pred, "predicted_device_ms": "0.005"}, probe) == pytest.approx(0.034)   # the floor
+    assert at_run_host({**pred, "predicted_device_ms": "0.028"}, probe) == pytest.approx(0.045)   # call + device
+    assert at_run_host({**pred, "predicted_device_ms": "0.045"}, probe) == pytest.approx(0.053)   # the pace
+    assert at_run_host({**pred, "predicted_device_ms": "0.100"}, probe) == pytest.approx(0.100 + g.event_tail_us * 1e-3)
+    no = tmp_path / "old.csv"
+    no.write_text("# gpu: NVIDIA H200\nsuite,name\n")
+    assert read_host_probe(no) is None
