@@ -40,7 +40,7 @@ SUITE = Path(__file__).with_name("shapes.json")
 RESULTS = results_dir()
 SHAPE_COLUMNS = ["suite", "name", "m", "n", "k", "batch", "dtype", "schedule", "ours_tflops", "torch_tflops",
                  "cupy_tflops", "ratio", "correct", "rel_err", "ours_ms", "torch_ms", "cupy_ms", "gb_per_s",
-                 "hbm_share", "gpu", "date"]
+                 "hbm_share", "host_call_us", "host_floor_us", "host_pace_us", "gpu", "date"]
 LADDER_COLUMNS = ["version", "schedule", "tflops", "torch_tflops", "cupy_tflops", "ratio", "correct", "rel_err",
                   "ms", "date"]
 SWEEP_COLUMNS = ["name", "m", "n", "k", "batch", "dtype", "schedule", "ours_tflops", "torch_tflops",
@@ -91,7 +91,8 @@ def _tolerance(dtype, schedule) -> float:
     return TOLERANCE[dtype]
 
 
-def measure_shape(shape, schedules, seed=0, input_sets=3, baselines_each=False, rest_s=0.0) -> list[dict]:
+def measure_shape(shape, schedules, seed=0, input_sets=3, baselines_each=False, rest_s=0.0,
+                  probe_host=False) -> list[dict]:
     """One row per schedule (None: the dispatcher's choice) at one shape. Each is checked
     first (NaN-poisoned output against one float64 reference, every element); then every
     correct schedule, torch.matmul and cupy.matmul are timed in one time_blocks call, so
@@ -101,7 +102,10 @@ def measure_shape(shape, schedules, seed=0, input_sets=3, baselines_each=False, 
     schedule that draws little power and sags after one that draws much, and a sweep of
     many schedules would otherwise favour the ones that follow light ones. `rest_s`: seconds
     the GPU rests after the checks, before the timing, so that the row's clock starts where a
-    rested GPU's does, whatever row came before it (the power limit's budget, sim/load_clock.py)."""
+    rested GPU's does, whatever row came before it (the power limit's budget, sim/load_clock.py).
+    `probe_host`: the host's call, floor and pace (suite_host_probe) just before the timing, in
+    the row's host_*_us columns: the host's pace drifts within one process (1.8x over one suite
+    in run 59), so each row carries the host it was timed on."""
     import cupy
     import torch
 
@@ -137,6 +141,7 @@ def measure_shape(shape, schedules, seed=0, input_sets=3, baselines_each=False, 
     if rest_s:
         torch.cuda.synchronize()
         time.sleep(rest_s)
+    host = {f"host_{key}": f"{val:.2f}" for key, val in suite_host_probe().items()} if probe_host else {}
     if baselines_each:
         per_row = {name: time_blocks({name: fn, **baselines}, sets) for name, fn in timed.items()}
     else:
@@ -146,6 +151,7 @@ def measure_shape(shape, schedules, seed=0, input_sets=3, baselines_each=False, 
     untimed = next(iter(per_row.values())) if per_row else time_blocks(baselines, sets)
     flop_ms = lambda t: tflops(m, n, k, t) * batch  # noqa: E731
     for i, row in enumerate(rows):
+        row.update(host)
         ms = per_row.get(f"ours{i}", untimed)
         best = min(ms[name] for name in baselines)
         for name in ("torch", "cupy"):
@@ -171,7 +177,8 @@ def hbm_copy_gb_per_s(nbytes: int = 1 << 30) -> float:
 
 ROW_REST_S = 4.0   # a rested GPU's clock budget back (the clock-transient microbenchmark rests 4 s)
 HOST_PROBE_KEY = "host_probe"
-HOST_PROBE_WHAT = "experiments.timing.host_probe: gemm.matmul at 64^3 before the suite, microseconds"
+HOST_PROBE_WHAT = ("experiments.timing.host_probe: gemm.matmul at 64^3 before the suite, microseconds; each row's "
+                   "own, just before its timing, in its host_*_us columns")
 
 
 def suite_host_probe() -> dict:
@@ -182,6 +189,14 @@ def suite_host_probe() -> dict:
     from experiments.reference import random_operands
     a, b = random_operands(64, 64, 64, "float16", seed=0)
     return host_probe(lambda x, y: gemm.matmul(x, y), (a, b))
+
+
+def row_host_probe(row: dict) -> dict | None:
+    """The host probe a shapes.csv row carries ({call_us, floor_us, pace_us}), or None."""
+    keys = ("call_us", "floor_us", "pace_us")
+    if all(row.get(f"host_{k}") for k in keys):
+        return {k: float(row[f"host_{k}"]) for k in keys}
+    return None
 
 
 def read_host_probe(path: Path) -> dict | None:
@@ -294,7 +309,7 @@ def main(argv=None) -> int:
         print("host probe: " + " ".join(f"{k}={v}" for k, v in probe.items()), flush=True)
         rows = []
         for shape in tqdm(suite_shapes(args.shapes), desc="suite"):
-            r, = measure_shape(shape, [args.schedule], seed=1, rest_s=args.rest)
+            r, = measure_shape(shape, [args.schedule], seed=1, rest_s=args.rest, probe_host=True)
             rows.append({**r, "gpu": meta["gpu"], "date": date})
         probe_after = suite_host_probe()
         copy_rate = hbm_copy_gb_per_s()

@@ -23,7 +23,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from .bench import read_host_probe
+from .bench import read_host_probe, row_host_probe
 
 RESULTS = Path(__file__).with_name("results")
 TUNED_TOP = 3    # candidates gemm.autotune times by default, the model's fastest first
@@ -77,6 +77,7 @@ def _spearman(x, y) -> float:
 
 
 RUN_HOST = "one call, this run's host"
+ROW_HOST = "one call, each row's host"
 
 
 def at_run_host(pred: dict, probe: dict) -> float:
@@ -106,13 +107,16 @@ def score(predicted: Path, measured: Path) -> dict:
     if probe and joined and "kernels" in joined[0][1]:
         out["host_probe"] = probe
         timings[RUN_HOST] = RUN_HOST
+        if all(row_host_probe(r) for r, _ in joined):
+            timings[ROW_HOST] = ROW_HOST
     for label, col in timings.items():
         if joined and col not in joined[0][1] and col != RUN_HOST:
             continue
         meas, model, err = [], [], []
         for r, p in joined:
             flops = 2.0 * int(r["m"]) * int(r["n"]) * int(r["k"]) * int(r.get("batch") or 1)
-            ms = at_run_host(p, probe) if col == RUN_HOST else float(p[col])
+            ms = (at_run_host(p, probe) if col == RUN_HOST else at_run_host(p, row_host_probe(r)) if col == ROW_HOST
+                  else float(p[col]))
             t = flops / (ms * 1e-3) / 1e12
             meas.append(float(r["ours_tflops"]))
             model.append(t)

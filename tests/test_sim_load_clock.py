@@ -64,3 +64,10 @@ def test_a_runs_host_probe_is_read_and_applied(tmp_path, g):
     no = tmp_path / "old.csv"
     no.write_text("# gpu: NVIDIA H200\nsuite,name\n")
     assert read_host_probe(no) is None
+
+
+def test_a_rows_own_probe_is_read():
+    from experiments.bench import row_host_probe
+    row = {"host_call_us": "12.5", "host_floor_us": "25.0", "host_pace_us": "31.0"}
+    assert row_host_probe(row) == {"call_us": 12.5, "floor_us": 25.0, "pace_us": 31.0}
+    assert row_host_probe({**row, "host_pace_us": ""}) is None and row_host_probe({}) is None
