@@ -139,7 +139,8 @@ def predict_shape(shape: dict, gpu: str, fast: bool = False) -> list[dict]:
                      "gpu": gpu, "clock_ghz": p.clock_ghz,
                      "predicted_ms_earned_clock": round(e.timed_ms, 5), "earned_clock_ghz": round(e.clock_ghz, 3),
                      "predicted_ms_profile_clock": round(one.timed_ms, 5), "kernels": p.call["kernels"]})
-    for i, r in enumerate(sorted(rows, key=lambda r: r["predicted_ms"])):
+    # ties at the events' host floor broken by the device time, as sim.rank (the dispatcher) orders them
+    for i, r in enumerate(sorted(rows, key=lambda r: (r["predicted_ms"], r["predicted_device_ms"]))):
         r["predicted_rank"] = i + 1
     return rows
 

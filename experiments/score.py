@@ -110,7 +110,7 @@ def score(predicted: Path, measured: Path) -> dict:
         if all(row_host_probe(r) for r, _ in joined):
             timings[ROW_HOST] = ROW_HOST
     for label, col in timings.items():
-        if joined and col not in joined[0][1] and col != RUN_HOST:
+        if joined and col not in joined[0][1] and col not in (RUN_HOST, ROW_HOST):
             continue
         meas, model, err = [], [], []
         for r, p in joined:
@@ -134,7 +134,9 @@ def score(predicted: Path, measured: Path) -> dict:
         rows = [rp for rp in rows if _is_candidate(rp[0])]
         if len(rows) < 2:
             continue
-        ranked = sorted(rows, key=lambda rp: float(rp[1]["predicted_ms"]))
+        # the events time every small candidate at the host floor: the device time breaks the tie, as
+        # the dispatcher's ranking (sim.rank: host + device) does
+        ranked = sorted(rows, key=lambda rp: (float(rp[1]["predicted_ms"]), float(rp[1]["predicted_device_ms"])))
         best = max(_speed(r) for r, _ in rows)
         choices.append((name, ranked[0][0]["schedule"], _speed(ranked[0][0]) / best))
         # what gemm.autotune does: time the model's TUNED_TOP fastest, keep the fastest measured

@@ -36,7 +36,8 @@ def time_blocks(fns: dict, input_sets, blocks=3, per_block=10, warmup=5) -> dict
     """Median milliseconds of each fn(*inputs), timed alone: after `warmup` runs of each,
     `blocks` rounds in which each fn runs `per_block` times in a row (its own block, each
     run between two CUDA events), the fns' blocks alternating round by round, so that each
-    runs as it would alone and a clock that drifts over the rounds weighs on all alike.
+    runs as it would alone and a clock that drifts over the rounds weighs on all alike; the
+    order turns each round (ABC, BCA, CAB), so that no contender always runs first.
     Inputs cycle through input_sets run by run. A fn's time includes its own launch cost
     when the GPU outruns the host (small problems), as a user's timing would."""
     import torch
@@ -45,8 +46,12 @@ def time_blocks(fns: dict, input_sets, blocks=3, per_block=10, warmup=5) -> dict
             fn(*input_sets[i % len(input_sets)])
     torch.cuda.synchronize()
     events = {name: [] for name in fns}
-    for _ in range(blocks):
-        for name, fn in fns.items():
+    names = list(fns)
+    for r in range(blocks):
+        # the order turns round by round: a clock that falls at one point of the load would
+        # otherwise favour whichever contender always runs first in its round
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            fn = fns[name]
             for i in range(per_block):
                 events[name].append(_event_timed_run(fn, input_sets[i % len(input_sets)]))
     torch.cuda.synchronize()

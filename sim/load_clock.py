@@ -23,9 +23,11 @@ import dataclasses
 def calls_before_runs(contenders: int, blocks: int = 3, per_block: int = 10, warmup: int = 5) -> tuple:
     """For each timed run of the first contender in experiments.timing.time_blocks, the calls
     the GPU ran before it: every contender's `warmup` runs, then rounds in which each
-    contender runs a block of `per_block`, the first contender's block first."""
+    contender runs a block of `per_block`, the order turning each round (the first
+    contender's block first in round 0, last in round 1, ...)."""
     start = contenders * warmup
-    return tuple(start + r * contenders * per_block + i for r in range(blocks) for i in range(per_block))
+    return tuple(start + r * contenders * per_block + ((-r) % contenders) * per_block + i
+                 for r in range(blocks) for i in range(per_block))
 
 
 def warpgroup_producer(schedule) -> bool:

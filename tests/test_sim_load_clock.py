@@ -15,9 +15,11 @@ def g():
 
 
 def test_the_protocols_runs_sit_where_time_blocks_puts_them():
-    runs = calls_before_runs(3)
-    assert len(runs) == 30 and runs[0] == 15 and runs[9] == 24 and runs[10] == 45 and runs[-1] == 84
-    assert calls_before_runs(2)[0] == 10 and calls_before_runs(2)[10] == 30
+    runs = calls_before_runs(3)   # rounds ABC, BCA, CAB: A's blocks first, last, then second
+    assert len(runs) == 30 and runs[0] == 15 and runs[9] == 24 and runs[10] == 65 and runs[20] == 85
+    assert runs[-1] == 94
+    two = calls_before_runs(2)      # AB, BA, AB
+    assert two[0] == 10 and two[10] == 40 and two[20] == 50
 
 
 def test_short_rows_run_at_the_early_clock_long_rows_at_the_settled(g):
