@@ -14,8 +14,8 @@ Each row: fresh random inputs (C of unit variance), A [M, K] row-major and B = W
 weight W [N, K], as the suite says; our output (poisoned with NaN first) checked against a
 float64 reference, every element; then, after the GPU has rested (--rest, 4 s: each suite row's
 clock starts as a rested GPU's, whatever row came before), ours, torch.matmul and cupy.matmul on the same
-inputs, each alone in blocks (experiments.timing.time_blocks: 5 warm-up runs, 3 rounds of
-10 CUDA-event-timed runs, the contenders' blocks alternating), the median. ratio = ours over
+inputs, each alone in blocks (experiments.timing.time_blocks: 5 warm-up runs, 10 rounds of
+3 CUDA-event-timed runs, the contenders' blocks alternating, their order turning each round), the median. ratio = ours over
 the faster of torch and cupy (cupy has no bf16: torch alone there). Before and after the
 suite's rows, the host's floor, pace and call time under the same events
 (experiments.timing.host_probe) go into shapes.csv's header: experiments.score sets the
@@ -216,8 +216,8 @@ def _provenance() -> dict:
 
 
 PROTOCOL = ("correctness first (NaN-poisoned output, float64 reference, every element); then ours, "
-            "torch.matmul and cupy.matmul on the same inputs, each alone: 5 warm-up runs, 3 rounds of 10 "
-            "CUDA-event-timed runs, blocks alternating; the median. ratio = faster of torch and cupy / ours")
+            "torch.matmul and cupy.matmul on the same inputs, each alone: 5 warm-up runs, 10 rounds of 3 "
+            "CUDA-event-timed runs, blocks alternating, their order turning each round; the median. ratio = faster of torch and cupy / ours")
 SWEEP_PROTOCOL = PROTOCOL + ("; a sweep times each schedule with its own torch and cupy blocks, so every ratio "
                              "compares runs from the same stretch of the GPU's clock")
 

@@ -32,12 +32,15 @@ def tflops(m, n, k, ms) -> float:
     return 2.0 * m * n * k / (ms * 1e-3) / 1e12
 
 
-def time_blocks(fns: dict, input_sets, blocks=3, per_block=10, warmup=5) -> dict:
+def time_blocks(fns: dict, input_sets, blocks=10, per_block=3, warmup=5) -> dict:
     """Median milliseconds of each fn(*inputs), timed alone: after `warmup` runs of each,
     `blocks` rounds in which each fn runs `per_block` times in a row (its own block, each
     run between two CUDA events), the fns' blocks alternating round by round, so that each
     runs as it would alone and a clock that drifts over the rounds weighs on all alike; the
-    order turns each round (ABC, BCA, CAB), so that no contender always runs first.
+    order turns each round (ABC, BCA, CAB, ...), so that no contender always runs first. Short
+    blocks in many rounds: when the clock falls partway through the timing (the power limit,
+    sim/load_clock.py), every contender's median run sits at about the same point of the load
+    (with 3 rounds of 10 the medians sat 10-20 calls apart and the ratios moved by +-10%).
     Inputs cycle through input_sets run by run. A fn's time includes its own launch cost
     when the GPU outruns the host (small problems), as a user's timing would."""
     import torch

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 
 
-def calls_before_runs(contenders: int, blocks: int = 3, per_block: int = 10, warmup: int = 5) -> tuple:
+def calls_before_runs(contenders: int, blocks: int = 10, per_block: int = 3, warmup: int = 5) -> tuple:
     """For each timed run of the first contender in experiments.timing.time_blocks, the calls
     the GPU ran before it: every contender's `warmup` runs, then rounds in which each
     contender runs a block of `per_block`, the order turning each round (the first

@@ -15,11 +15,14 @@ def g():
 
 
 def test_the_protocols_runs_sit_where_time_blocks_puts_them():
-    runs = calls_before_runs(3)   # rounds ABC, BCA, CAB: A's blocks first, last, then second
+    runs = calls_before_runs(3, blocks=3, per_block=10)   # rounds ABC, BCA, CAB: A first, last, second
     assert len(runs) == 30 and runs[0] == 15 and runs[9] == 24 and runs[10] == 65 and runs[20] == 85
     assert runs[-1] == 94
-    two = calls_before_runs(2)      # AB, BA, AB
+    two = calls_before_runs(2, blocks=3, per_block=10)      # AB, BA, AB
     assert two[0] == 10 and two[10] == 40 and two[20] == 50
+    default = calls_before_runs(3)                          # the bench's: 10 rounds of 3
+    assert len(default) == 30 and default[:4] == (15, 16, 17, 30) and default[-1] < 15 + 90
+    assert 55 <= sorted(default)[15] <= 66                  # the median run: half-way through the 105 calls
 
 
 def test_short_rows_run_at_the_early_clock_long_rows_at_the_settled(g):
