@@ -136,7 +136,7 @@ def score(predicted: Path, measured: Path) -> dict:
             continue
         # the events time every small candidate at the host floor: the device time breaks the tie, as
         # the dispatcher's ranking (sim.rank: host + device) does
-        ranked = sorted(rows, key=lambda rp: (float(rp[1]["predicted_ms"]), float(rp[1]["predicted_device_ms"])))
+        ranked = sorted(rows, key=lambda rp: (float(rp[1]["predicted_ms"]), float(rp[1].get("predicted_device_ms") or 0)))
         best = max(_speed(r) for r, _ in rows)
         choices.append((name, ranked[0][0]["schedule"], _speed(ranked[0][0]) / best))
         # what gemm.autotune does: time the model's TUNED_TOP fastest, keep the fastest measured
