@@ -80,13 +80,14 @@ RUN_HOST = "one call, this run's host"
 ROW_HOST = "one call, each row's host"
 
 
-def at_run_host(pred: dict, probe: dict) -> float:
+def at_run_host(pred: dict, probe: dict, prof=None) -> float:
     """The predicted call (ms) as the events see it with the run's own host (its shapes.csv's
     host_probe: call, floor and pace, measured before the rows) in place of the profile's: the
-    model's device time through the model's formula (sim.call.event_ms)."""
+    model's device time through the model's formula (sim.call.event_ms). `prof`: the GPU
+    profile (default: the prediction's)."""
     from sim.call import event_ms
     from sim.hardware import load_profile
-    prof = load_profile(pred.get("gpu") or "h200-sxm")
+    prof = prof or load_profile(pred.get("gpu") or "h200-sxm")
     return event_ms(float(pred["predicted_device_ms"]), probe["call_us"], probe["floor_us"], probe["pace_us"],
                     prof.event_tail_us, int(pred["kernels"]) - 1, prof.host_launch_us)
 
@@ -109,14 +110,17 @@ def score(predicted: Path, measured: Path) -> dict:
         timings[RUN_HOST] = RUN_HOST
         if all(row_host_probe(r) for r, _ in joined):
             timings[ROW_HOST] = ROW_HOST
+    if joined and RUN_HOST in timings:
+        from sim.hardware import load_profile
+        prof = load_profile(joined[0][1].get("gpu") or "h200-sxm")
     for label, col in timings.items():
         if joined and col not in joined[0][1] and col not in (RUN_HOST, ROW_HOST):
             continue
         meas, model, err = [], [], []
         for r, p in joined:
             flops = 2.0 * int(r["m"]) * int(r["n"]) * int(r["k"]) * int(r.get("batch") or 1)
-            ms = (at_run_host(p, probe) if col == RUN_HOST else at_run_host(p, row_host_probe(r)) if col == ROW_HOST
-                  else float(p[col]))
+            ms = (at_run_host(p, probe, prof) if col == RUN_HOST else
+                  at_run_host(p, row_host_probe(r), prof) if col == ROW_HOST else float(p[col]))
             t = flops / (ms * 1e-3) / 1e12
             meas.append(float(r["ours_tflops"]))
             model.append(t)
@@ -136,7 +140,8 @@ def score(predicted: Path, measured: Path) -> dict:
             continue
         # the events time every small candidate at the host floor: the device time breaks the tie, as
         # the dispatcher's ranking (sim.rank: host + device) does
-        ranked = sorted(rows, key=lambda rp: (float(rp[1]["predicted_ms"]), float(rp[1].get("predicted_device_ms") or 0)))
+        ranked = sorted(rows, key=lambda rp: (float(rp[1]["predicted_ms"]),
+                                              float(rp[1].get("predicted_device_ms") or 0)))
         best = max(_speed(r) for r, _ in rows)
         choices.append((name, ranked[0][0]["schedule"], _speed(ranked[0][0]) / best))
         # what gemm.autotune does: time the model's TUNED_TOP fastest, keep the fastest measured

@@ -91,7 +91,7 @@ def event_ms(device_ms: float, call_us: float, floor_us: float, pace_us: float, 
     its own time and the end event's `tail_us`. So
         max(d + tail, min(pace, max(floor, call + d))).
     Each further kernel of the call (`extra_kernels`, e.g. operand copies) adds `launch_us` of
-    host work to the call, the floor and the pace. Measured in three regimes (notes item 101)."""
+    host work to the call, the floor and the pace."""
     extra = extra_kernels * launch_us
     call, floor, pace = call_us + extra, floor_us + extra, pace_us + extra
     d = device_ms * 1e3

@@ -215,12 +215,12 @@ class GpuProfile:
                              f"{RESULTS}/host.csv: per warm call at 256^3, 1,000 calls back to back")
     host_floor_us: float = _p(20.5, "measured", "the least time two CUDA events around a call measure: the "
                               "host's work from one record to the other (sim/call.py event_ms)",
-                              "docs/research/notes.md item 101 (run 41): kernels under ~9 us timed at 20-21 us")
+                              "sim/profiles/<gpu>.json")
     host_pace_us: float = _p(29.0, "measured", "one run of the timing loop on the host: a call whose kernel "
                              "ends before the host is back waits for it (sim/call.py event_ms)",
-                             "docs/research/notes.md item 101 (run 41): kernels of 19-24 us timed at ~29 us")
+                             "sim/profiles/<gpu>.json")
     event_tail_us: float = _p(1.0, "measured", "what the events add to a kernel the host keeps ahead of",
-                              "docs/research/notes.md item 101 (run 41): kernels from ~33 us timed 0.8-1.3 us longer")
+                              "sim/profiles/<gpu>.json")
     load_clock: dict | None = _p(None, "measured", "{dtype: {early_ghz, settled_ghz, down_ms}}: the clock of the "
                                  "V6-V7 kernel (a producer warpgroup) from a rested GPU until the power limit "
                                  "pulls it down after down_ms of load, and after (sim/clock.py clock_under_load)",

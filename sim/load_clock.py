@@ -1,9 +1,9 @@
 """The clock a timing sees as its load goes on: `predict(.., clock="load")`.
 
-From a rested GPU the V6-V7 kernel (a producer warpgroup: gemm/kernels/persistent.py) at
-8192^3 counts 1.52 GHz (fp16; bf16 1.59) launch after launch for 46-79 ms, then the 700 W
-limit pulls it to 1.30 (bf16 1.38) within a few launches, where it stays (clock-transient
-microbenchmark, run 57). A timing that runs calls back to back, as the protocol does
+From a rested GPU the V6-V7 kernel (a producer warpgroup: gemm/kernels/persistent.py)
+counts an early clock launch after launch for some tens of milliseconds, then the 700 W
+limit pulls it down within a few launches to a settled clock, where it stays (the
+clock-transient microbenchmark; the figures are the profile's). A timing that runs calls back to back, as the protocol does
 (experiments.timing.time_blocks: each contender's warm-up, then rounds of blocks), sees the
 early clock in the runs that start before that point and the settled clock after it. Each
 timed run starts some number of calls into the load (`calls_before_runs`), each call about the
