@@ -437,18 +437,18 @@ def _run(sched, call: _Call, dev, launch_gemm, tma_storable):
         if mat.kind != "numpy" and aligned:
             return mat.address, major, ld, step
         rows, cols = mat.shape[-2:]
-        lines, width = (rows, cols) if major == "row" else (cols, rows)
-        if mat.kind != "numpy" and major is not None and mat.batch == 1 and (ld >= width or lines == 1):
-            # One matrix whose lines (rows, or columns of a column-major one) are contiguous and
-            # do not overlap: a pitched copy (cudaMemcpy2DAsync) into lines 16 bytes apart, in
-            # the order they lie, on the call's stream: a copy engine's pass, where an
-            # elementwise kernel on 2-byte elements takes several times longer.
-            pitch = -(-width // 8) * 8
-            buf = cupy.empty((lines, pitch), dtype=cupy.uint16)
-            cupy.cuda.runtime.memcpy2DAsync(buf.data.ptr, pitch * 2, mat.address, max(ld, width) * 2, width * 2,
-                                            lines, cupy.cuda.runtime.memcpyDeviceToDevice, stream)
+        if mat.kind != "numpy" and major is not None:
+            # Lines (rows, or columns of a column-major matrix) of contiguous elements: copied
+            # into lines 16 bytes apart, keeping the majorness, on the call's stream
+            # (gemm/padding.py: the driver's pitched copy is about half as fast).
+            from .padding import LineCopy, launch_copy, pitch_for
+            lines, width = (rows, cols) if major == "row" else (cols, rows)
+            pitch = pitch_for(width)
+            lead = mat.shape[:-2] if mat.batch > 1 else ()
+            buf = cupy.empty(lead + (lines, pitch), dtype=cupy.uint16)
+            launch_copy(LineCopy(mat.address, ld, step, buf.data.ptr, pitch, lines, width, mat.batch), stream)
             copies.append(buf)
-            return buf.data.ptr, major, pitch, 0
+            return buf.data.ptr, major, pitch, (lines * pitch if lead else 0)
         # Otherwise copy to row-major device matrices whose rows are 16-byte aligned.
         padded = -(-cols // 8) * 8
         lead = mat.shape[:-2] if mat.batch > 1 else ()
@@ -492,8 +492,17 @@ def _run(sched, call: _Call, dev, launch_gemm, tma_storable):
     if batch > 1 and not (sched.family == "specialized" and sched.producer_warps == 4):
         raise KernelGapError(f"schedule {sched.name!r}: batched products run on the producer-warpgroup "
                              "kernels (v6, v7 and their variations)")
+    staged = None   # C's TMA-addressable stand-in, copied into C after the GEMM
     if sched.stores_via_tma and not tma_storable(c_addr, ldc):
-        sched = _direct_epilogue(sched)   # TMA cannot address C's rows: store from registers
+        if _stageable(c_addr, ldc, m, n, batch) and not sched.swap_ab:
+            # TMA stores into rows 16 bytes apart, which a copy then packs into C: far faster
+            # than the registers' 2-byte stores into rows of an odd length
+            from .padding import pitch_for
+            staged = cupy.empty((batch, m, pitch_for(n)), dtype=cupy.uint16)
+            copies.append(staged)
+            final_c, c_addr, ldc = c_addr, staged.data.ptr, pitch_for(n)
+        else:
+            sched = _direct_epilogue(sched)   # TMA cannot address C's rows: store from registers
     if sched.swap_ab:
         # C^T = B^T A^T: B^T [N, K] is the kernel's A and A^T [K, M] its B, each K-contiguous
         # exactly where the operand it is a view of was; the kernel writes C^T into C transposed
@@ -506,6 +515,9 @@ def _run(sched, call: _Call, dev, launch_gemm, tma_storable):
         loaded = _kernel(sched, A.dtype, a_major, b_major)
         launch = launch_gemm(loaded, a_addr, lda, b_addr, ldb, c_addr, ldc, m, n, k, stream,
                              batch=batch, a_step=a_step, b_step=b_step)
+    if staged is not None:
+        from .padding import LineCopy, launch_copy
+        launch_copy(LineCopy(c_addr, ldc, m * ldc, final_c, n, m, n, batch), stream)
     repeat = None
     if not copies and A.kind != "numpy":   # operands read in place: the launch can be replayed
         from .workspace import on_move
@@ -541,6 +553,12 @@ def _allocator(A: _Matrix, shape):
         r = cupy.empty(shape, dtype=dtype)
         return r, r.data.ptr
     return allocate
+
+
+def _stageable(c: int, ldc: int, m: int, n: int, batch: int) -> bool:
+    """Whether C can be written through a padded stand-in and a copy: its rows follow one
+    another (ldc = n, or one row), 4-byte aligned, every matrix of a batch too."""
+    return (ldc == n or m == 1) and c % 4 == 0 and (batch == 1 or (m * n) % 2 == 0)
 
 
 @lru_cache(maxsize=64)

@@ -72,19 +72,39 @@ def _set_max_dynamic_shared(kernel, nbytes: int) -> None:
         raise DeviceError(f"could not allow {nbytes} bytes of dynamic shared memory: {err}")
 
 
-@lru_cache(maxsize=None)
-def load_kernel(config: KernelConfig) -> LoadedKernel:
+@dataclass
+class LoadedFunction:
+    """Any other kernel of the package, loaded: what a Launch needs."""
+    function: object        # cuda.bindings CUfunction in the current context
+    threads: int
+    shared_bytes: int = 0
+
+
+def _load(cubin: bytes, name: str, shared_bytes: int):
+    """(cuda.core Kernel, CUfunction) of a cubin's kernel in the current context, allowed
+    `shared_bytes` of dynamic shared memory when past the default 48 KB."""
     device()
     from cuda.bindings import driver
     from cuda.core import ObjectCode
-    compiled = compile_kernel(config)
-    kernel = ObjectCode.from_cubin(compiled.cubin).get_kernel(compiled.name)
-    _set_max_dynamic_shared(kernel, config.shared_bytes)
+    kernel = ObjectCode.from_cubin(cubin).get_kernel(name)
+    if shared_bytes:
+        _set_max_dynamic_shared(kernel, shared_bytes)
     handle = kernel.handle
     if isinstance(handle, driver.CUkernel):
         err, handle = driver.cuKernelGetFunction(handle)
         if int(err) != 0:
             raise DeviceError(f"cuKernelGetFunction failed: {err}")
+    return kernel, handle
+
+
+def load_function(cubin: bytes, name: str, threads: int) -> LoadedFunction:
+    return LoadedFunction(_load(cubin, name, 0)[1], threads)
+
+
+@lru_cache(maxsize=None)
+def load_kernel(config: KernelConfig) -> LoadedKernel:
+    compiled = compile_kernel(config)
+    kernel, handle = _load(compiled.cubin, compiled.name, config.shared_bytes)
     return LoadedKernel(config, handle, config.shared_bytes, config.threads, kernel.occupancy,
                         _resident_clusters(kernel, config))
 
@@ -130,13 +150,17 @@ class Launch:
     array of pointers to them that cuLaunchKernel reads, and cuLaunchKernel's own arguments,
     converted once. Launching it again with another C (a freshly allocated output) changes two
     values; nothing else is rebuilt. A kernel built for clusters carries its cluster shape, so
-    this plain launch forms them."""
+    this plain launch forms them. `arg_types`: the kernel's parameters (the GEMM kernels' by
+    default)."""
 
     C, C_MAP, PROBE = 3, 2, 9   # argument positions of C, its tensor map and the clock probe's array
 
-    def __init__(self, loaded: LoadedKernel, grid, stream_handle: int, args: tuple):
+    def __init__(self, loaded: LoadedKernel | LoadedFunction, grid, stream_handle: int, args: tuple,
+                 arg_types: tuple = _ARG_TYPES):
+        if len(args) != len(arg_types):
+            raise ValueError(f"{len(args)} arguments for a kernel of {len(arg_types)} parameters")
         self.grid = grid
-        self.values = [kind(value) for kind, value in zip(_ARG_TYPES, args)]
+        self.values = [kind(value) for kind, value in zip(arg_types, args)]
         self.pointers = (ctypes.c_void_p * len(args))(*(ctypes.addressof(v) for v in self.values))
         u = ctypes.c_uint
         self.driver_args = (ctypes.c_void_p(int(loaded.function)), u(grid[0]), u(grid[1]), u(grid[2]),

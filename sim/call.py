@@ -2,7 +2,9 @@
 
 A call of gemm.matmul is host work (argument checks, the prepared launch) and one or more
 kernels: the GEMM and, when an operand's rows are not 16-byte aligned (TMA needs it:
-K x 2 bytes), a copy of each operand into a padded buffer first. Under split-K the GEMM
+K x 2 bytes), a copy of each operand into a padded buffer first; when C's rows are not
+(N x 2 bytes) and the GEMM stores through TMA, it stores into a padded stand-in that a copy
+then packs into C (gemm/padding.py, at the copy kernel's measured rate). Under split-K the GEMM
 kernel sums the slices itself: once all of a tile's slices have written their fp32 partials,
 each slice's CTA reads its share of the tile from every partial (from L2: they were just
 written) and stores that share of C (`reduce_ms`, a tail on as many SMs as there are work
@@ -40,6 +42,13 @@ def operand_copies(k: int) -> int:
     return 0 if (k * INPUT_BYTES) % TMA_ALIGN == 0 else 2
 
 
+def result_copies(s: Schedule, n: int) -> int:
+    """1 when the GEMM stores C through TMA but C's rows of N elements are not a multiple of 16
+    bytes: TMA stores into a padded stand-in that a copy packs into C (swap-AB stores C from
+    registers)."""
+    return int(s.stores_via_tma and not s.swap_ab and (n * INPUT_BYTES) % TMA_ALIGN != 0)
+
+
 def _stream_s(nbytes: float, prof: GpuProfile, fits_l2: bool) -> float:
     """Seconds to move `nbytes` (read + written) through L2 (when it fits) or HBM, whole GPU."""
     rate = (prof.l2_feed_bytes_per_clk() * prof.clock_ghz * 1e9 if fits_l2
@@ -59,13 +68,18 @@ def in_kernel_reduce_s(m: int, n: int, batch: int, slices: int, tiles: int, prof
     return (_stream_s(partials, prof, fits) + _stream_s(out, prof, False)) / share
 
 
-def copy_kernels_s(m: int, n: int, k: int, batch: int, prof: GpuProfile) -> tuple[float, int]:
-    """(seconds, kernels) of the padded copies of unaligned operands: read and write each."""
-    copies = operand_copies(k)
-    if not copies:
+def copy_kernels_s(s: Schedule, m: int, n: int, k: int, batch: int, prof: GpuProfile) -> tuple[float, int]:
+    """(seconds, kernels) of the copies of unaligned operands into padded buffers and of a
+    padded C into C: each read and written, at the copy kernel's rate (the HBM stream rate
+    where the profile has none)."""
+    operands, results = operand_copies(k), result_copies(s, n)
+    if not operands + results:
         return 0.0, 0
-    nbytes = 2 * (m + n) * k * batch * INPUT_BYTES
-    return copies * prof.launch_us * 1e-6 + _stream_s(nbytes, prof, False), copies
+    nbytes = 2 * INPUT_BYTES * batch * ((m + n) * k * (operands > 0) + m * n * results)
+    rate = (prof.line_copy_gb_per_s * 1e9 if prof.line_copy_gb_per_s
+            else prof.hbm_tbs * 1e12 * prof.hbm_efficiency)
+    kernels = operands + results
+    return kernels * prof.launch_us * 1e-6 + nbytes / rate, kernels
 
 
 def stream_k_fixup_s(s: Schedule, k_iters: int, run: int, prof: GpuProfile) -> float:
@@ -106,7 +120,7 @@ def timed(kernel_s: float, s: Schedule, m: int, n: int, k: int, batch: int, slic
     K iteration. Times in ms."""
     reduce_s = in_kernel_reduce_s(m, n, batch, slices, max(tiles, 1), prof) if s.split_k > 1 else 0.0
     reduce_s += stream_k_fixup_s(s, *stream_k, prof) if stream_k[1] else 0.0
-    copy_s, copies = copy_kernels_s(m, n, k, batch, prof)
+    copy_s, copies = copy_kernels_s(s, m, n, k, batch, prof)
     kernels = 1 + copies
     device_s = kernel_s + reduce_s + copy_s
     call_us = prof.host_call_us if host_us is None else host_us
@@ -116,4 +130,5 @@ def timed(kernel_s: float, s: Schedule, m: int, n: int, k: int, batch: int, slic
     return {"kernel_ms": kernel_s * 1e3, "reduce_ms": reduce_s * 1e3, "copy_ms": copy_s * 1e3,
             "device_ms": device_s * 1e3, "host_ms": host_s * 1e3, "host_bound": device_s < host_s,
             "timed_ms": timed_ms, "serial_ms": (device_s + host_s) * 1e3,
-            "queued_ms": max(device_s, host_s) * 1e3, "kernels": kernels, "operand_copies": copies}
+            "queued_ms": max(device_s, host_s) * 1e3, "kernels": kernels, "operand_copies": operand_copies(k),
+            "result_copies": result_copies(s, n)}

@@ -225,6 +225,9 @@ class GpuProfile:
                                  "V6-V7 kernel (a producer warpgroup) from a rested GPU until the power limit "
                                  "pulls it down after down_ms of load, and after (sim/clock.py clock_under_load)",
                                  "sim/profiles/<gpu>.json")
+    line_copy_gb_per_s: float | None = _p(None, "measured", "bytes read + written per second by the copy "
+                                          "kernel of unaligned operands and results (gemm/padding.py); None: "
+                                          "the HBM stream rate", "sim/profiles/<gpu>.json")
     host_launch_us: float = _p(7.0, "assumed", "host time of each further kernel a call launches (the "
                                "operand copies)", "a prepared cuda.core launch, ~7 us "
                                "(shared/REFERENCES.md, host path)")

@@ -213,9 +213,12 @@ def _predict(s: Schedule, m: int, n: int, k: int, prof: GpuProfile, dtype: str =
         notes.append(f"stream-K: each of {lg.ctas} CTAs runs {lg.stream_k_iters} K iterations (whole units: "
                      f"{lg.units_per_cta * lg.k_iters}); partial tiles written and read back in "
                      f"{timing['reduce_ms'] * 1e3:.1f} us")
-    if timing["operand_copies"]:
-        notes.append(f"K x 2 bytes = {k * 2} is not a multiple of 16: the call copies both operands into "
-                     f"padded buffers first ({timing['copy_ms'] * 1e3:.1f} us)")
+    if timing["operand_copies"] or timing["result_copies"]:
+        what = ([f"K x 2 bytes = {k * 2} is not a multiple of 16: the call copies both operands into "
+                 "padded buffers first"] if timing["operand_copies"] else [])
+        what += ([f"N x 2 bytes = {n * 2} is not a multiple of 16: TMA stores a padded C that a copy packs "
+                  "into C"] if timing["result_copies"] else [])
+        notes.append(f"{'; '.join(what)} ({timing['copy_ms'] * 1e3:.1f} us of copies)")
     if timing["host_bound"]:
         notes.append(f"host-bound: the device work ({timing['device_ms'] * 1e3:.1f} us) is shorter than the "
                      f"host's {timing['host_ms'] * 1e3:.1f} us per call")

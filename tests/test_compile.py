@@ -170,3 +170,37 @@ def test_primitive_probes_compile():
             ptx, _ = cuda.compile_ptx(probe.py_func, sig, cc=ARCH)
             for instr in instrs:
                 assert instr in ptx, (probe.py_func.__name__, instr)
+
+
+def test_copy_kernel_compiles_to_plain_loads_and_pair_stores():
+    """gemm/padding.py's copy: 2-byte global loads, 4-byte global stores, all in registers,
+    and its loads issued before its stores (so a thread keeps them all in flight)."""
+    from gemm import padding
+    ptx, name, cubin, log = padding.compiled()
+    assert ".target sm_90a" in ptx and cubin
+    assert not re.search(r"\b(ld|st)\.local", ptx)
+    assert re.search(r"0 bytes spill stores, 0 bytes spill loads", log)
+    body = ptx[ptx.index(name):]
+    loads = [m.start() for m in re.finditer(r"\bld\.global(\.\w+)*\.u16\b", body)]
+    stores = [m.start() for m in re.finditer(r"\bst\.global(\.\w+)*\.u32\b", body)]
+    assert len(loads) >= 2 * padding.PAIRS and len(stores) >= padding.PAIRS
+    assert sorted(loads)[2 * padding.PAIRS - 1] < min(stores)
+
+
+def test_line_copy_grid_and_limits():
+    from gemm.padding import PAIRS, THREADS, LineCopy, check, pitch_for
+    assert [pitch_for(w) for w in (1, 8, 9, 4099)] == [8, 8, 16, 4104]
+    copy = LineCopy(0, 4099, 0, 0, 4104, 4095, 4099)
+    assert copy.grid(132) == (min(-(-4095 * 2052 // (THREADS * PAIRS)), 16 * 132), 1, 1)
+    assert LineCopy(0, 3, 0, 0, 8, 2, 3, matrices=5).grid(132) == (1, 5, 1)
+    check(LineCopy(0, 4104, 0, 0, 4097, 4095, 4097))       # unpadding into odd rows
+    with pytest.raises(ValueError, match="too large"):
+        check(LineCopy(0, 1 << 20, 0, 0, 1 << 20, 1 << 12, 1 << 20))
+    with pytest.raises(ValueError, match="batch of 70000"):
+        check(LineCopy(0, 8, 0, 0, 8, 1, 8, matrices=70000))
+    with pytest.raises(ValueError, match="cannot hold"):
+        check(LineCopy(0, 8, 0, 0, 6, 1, 8))
+    with pytest.raises(ValueError, match="4-byte aligned"):
+        check(LineCopy(0, 8, 0, 2, 8, 1, 8))
+    with pytest.raises(ValueError, match="4-byte aligned"):
+        check(LineCopy(0, 8, 64, 0, 7, 3, 7, matrices=2))   # the second matrix would start 2 bytes off
