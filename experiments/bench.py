@@ -40,7 +40,8 @@ SUITE = Path(__file__).with_name("shapes.json")
 RESULTS = results_dir()
 SHAPE_COLUMNS = ["suite", "name", "m", "n", "k", "batch", "dtype", "schedule", "ours_tflops", "torch_tflops",
                  "cupy_tflops", "ratio", "correct", "rel_err", "ours_ms", "torch_ms", "cupy_ms", "gb_per_s",
-                 "hbm_share", "host_call_us", "host_floor_us", "host_pace_us", "gpu", "date"]
+                 "hbm_share", "host_call_us", "host_floor_us", "host_pace_us", "ours_run_us", "torch_run_us",
+                 "gpu", "date"]
 LADDER_COLUMNS = ["version", "schedule", "tflops", "torch_tflops", "cupy_tflops", "ratio", "correct", "rel_err",
                   "ms", "date"]
 SWEEP_COLUMNS = ["name", "m", "n", "k", "batch", "dtype", "schedule", "ours_tflops", "torch_tflops",
@@ -142,11 +143,13 @@ def measure_shape(shape, schedules, seed=0, input_sets=3, baselines_each=False, 
         torch.cuda.synchronize()
         time.sleep(rest_s)
     host = {f"host_{key}": f"{val:.2f}" for key, val in suite_host_probe().items()} if probe_host else {}
+    paces = {name: {} for name in timed}   # the host's time per timed run, by contender
     if baselines_each:
-        per_row = {name: time_blocks({name: fn, **baselines}, sets) for name, fn in timed.items()}
+        per_row = {name: time_blocks({name: fn, **baselines}, sets, host_us=paces[name]) for name, fn in timed.items()}
     else:
-        ms_all = time_blocks({**timed, **baselines}, sets)
+        ms_all = time_blocks({**timed, **baselines}, sets, host_us=paces.setdefault("all", {}))
         per_row = {name: ms_all for name in timed}
+        paces = {name: paces["all"] for name in timed}
     # a row that was not timed (incorrect or refused) still reports the baselines
     untimed = next(iter(per_row.values())) if per_row else time_blocks(baselines, sets)
     flop_ms = lambda t: tflops(m, n, k, t) * batch  # noqa: E731
@@ -157,6 +160,9 @@ def measure_shape(shape, schedules, seed=0, input_sets=3, baselines_each=False, 
         for name in ("torch", "cupy"):
             row[f"{name}_ms"] = f"{ms[name]:.4f}" if name in ms else ""
             row[f"{name}_tflops"] = f"{flop_ms(ms[name]):.1f}" if name in ms else ""
+        pace = paces.get(f"ours{i}", {})
+        if pace:   # the pace the events saw: what the host probe stands for in the model's input
+            row.update(ours_run_us=f"{pace[f'ours{i}']:.2f}", torch_run_us=f"{pace['torch']:.2f}")
         t = ms.get(f"ours{i}")
         if t is not None:
             row.update(ours_ms=f"{t:.4f}", ours_tflops=f"{flop_ms(t):.1f}", ratio=f"{best / t:.3f}",

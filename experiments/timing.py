@@ -32,7 +32,7 @@ def tflops(m, n, k, ms) -> float:
     return 2.0 * m * n * k / (ms * 1e-3) / 1e12
 
 
-def time_blocks(fns: dict, input_sets, blocks=10, per_block=3, warmup=5) -> dict:
+def time_blocks(fns: dict, input_sets, blocks=10, per_block=3, warmup=5, host_us: dict | None = None) -> dict:
     """Median milliseconds of each fn(*inputs), timed alone: after `warmup` runs of each,
     `blocks` rounds in which each fn runs `per_block` times in a row (its own block, each
     run between two CUDA events), the fns' blocks alternating round by round, so that each
@@ -42,22 +42,34 @@ def time_blocks(fns: dict, input_sets, blocks=10, per_block=3, warmup=5) -> dict
     sim/load_clock.py), every contender's median run sits at about the same point of the load
     (with 3 rounds of 10 the medians sat 10-20 calls apart and the ratios moved by +-10%).
     Inputs cycle through input_sets run by run. A fn's time includes its own launch cost
-    when the GPU outruns the host (small problems), as a user's timing would."""
+    when the GPU outruns the host (small problems), as a user's timing would. `host_us`, when
+    given, receives each fn's median host time from one run of a block to the next (the pace
+    its runs reached the GPU at, which sim.call.event_ms weighs against the kernel's time)."""
+    import time
+
     import torch
     for fn in fns.values():
         for i in range(warmup):
             fn(*input_sets[i % len(input_sets)])
     torch.cuda.synchronize()
     events = {name: [] for name in fns}
+    paces = {name: [] for name in fns}
     names = list(fns)
     for r in range(blocks):
         # the order turns round by round: a clock that falls at one point of the load would
         # otherwise favour whichever contender always runs first in its round
         for name in names[r % len(names):] + names[:r % len(names)]:
             fn = fns[name]
+            last = None
             for i in range(per_block):
+                now = time.perf_counter()
+                if last is not None:
+                    paces[name].append(now - last)
+                last = now
                 events[name].append(_event_timed_run(fn, input_sets[i % len(input_sets)]))
     torch.cuda.synchronize()
+    if host_us is not None:
+        host_us.update({name: statistics.median(p) * 1e6 for name, p in paces.items() if p})
     return {name: statistics.median(s.elapsed_time(e) for s, e in ev) for name, ev in events.items()}
 
 

@@ -1,0 +1,49 @@
+"""experiments.timing.time_blocks' bookkeeping, on a stand-in for torch's CUDA events (no GPU):
+the order of the runs and the host's time per run it reports."""
+import sys
+import time
+import types
+
+import pytest
+
+from experiments.timing import time_blocks
+
+
+@pytest.fixture
+def fake_torch(monkeypatch):
+    """torch.cuda with events that time what the calls between them say they took."""
+    clock = {"ms": 0.0}
+
+    class Event:
+        def __init__(self, enable_timing=True):
+            self.at = None
+
+        def record(self):
+            self.at = clock["ms"]
+
+        def elapsed_time(self, end):
+            return end.at - self.at
+
+    cuda = types.SimpleNamespace(Event=Event, synchronize=lambda: None)
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
+    return clock
+
+
+def test_medians_order_and_the_host_pace(fake_torch):
+    order = []
+
+    def contender(name, ms, host_s):
+        def run(x):
+            order.append(name)
+            fake_torch["ms"] += ms
+            time.sleep(host_s)
+        return run
+
+    paces = {}
+    ms = time_blocks({"a": contender("a", 2.0, 0.004), "b": contender("b", 3.0, 0.0)}, [(0,)],
+                     blocks=4, per_block=3, warmup=1, host_us=paces)
+    assert ms == {"a": 2.0, "b": 3.0}
+    timed = order[2:]                                   # after one warm-up run each
+    assert timed[:6] == ["a"] * 3 + ["b"] * 3 and timed[6:12] == ["b"] * 3 + ["a"] * 3
+    assert set(paces) == {"a", "b"}
+    assert 4000 <= paces["a"] < 20000 and paces["b"] < paces["a"]
