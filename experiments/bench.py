@@ -107,7 +107,6 @@ def measure_shape(shape, schedules, seed=0, input_sets=3, baselines_each=False, 
     `probe_host`: the host's call, floor and pace (suite_host_probe) just before the timing, in
     the row's host_*_us columns: the host's pace drifts within one process (1.8x over one suite
     in run 59), so each row carries the host it was timed on."""
-    import cupy
     import torch
 
     import gemm
@@ -136,9 +135,7 @@ def measure_shape(shape, schedules, seed=0, input_sets=3, baselines_each=False, 
             row.update(schedule=row.get("schedule", ""), correct=False, rel_err=f"refused: {exc}"[:200])
         rows.append(row)
     del ref
-    baselines = {"torch": torch.matmul}
-    if dtype != "bfloat16":
-        baselines["cupy"] = lambda x, y: cupy.matmul(cupy.from_dlpack(x), cupy.from_dlpack(y))
+    baselines = cublas_contenders(dtype)
     if rest_s:
         torch.cuda.synchronize()
         time.sleep(rest_s)
@@ -183,8 +180,8 @@ def hbm_copy_gb_per_s(nbytes: int = 1 << 30) -> float:
 
 ROW_REST_S = 4.0   # a rested GPU's clock budget back (the clock-transient microbenchmark rests 4 s)
 HOST_PROBE_KEY = "host_probe"
-HOST_PROBE_WHAT = ("experiments.timing.host_probe: gemm.matmul at 64^3 before the suite, microseconds; each row's "
-                   "own, just before its timing, in its host_*_us columns")
+HOST_PROBE_WHAT = ("experiments.timing.host_probe: gemm.matmul at 64^3 in a row's loop with torch and cupy, before "
+                   "the suite, microseconds; each row's own, just before its timing, in its host_*_us columns")
 
 
 def suite_host_probe() -> dict:
@@ -194,7 +191,18 @@ def suite_host_probe() -> dict:
     import gemm
     from experiments.reference import random_operands
     a, b = random_operands(64, 64, 64, "float16", seed=0)
-    return host_probe(lambda x, y: gemm.matmul(x, y), (a, b))
+    return host_probe(lambda x, y: gemm.matmul(x, y), (a, b), rivals=cublas_contenders("float16"))
+
+
+def cublas_contenders(dtype: str) -> dict:
+    """What ours is timed against: torch.matmul (cuBLASLt) and, but for bf16 (CuPy has none),
+    cupy.matmul (cuBLAS) on the same tensors."""
+    import cupy
+    import torch
+    contenders = {"torch": torch.matmul}
+    if dtype != "bfloat16":
+        contenders["cupy"] = lambda x, y: cupy.matmul(cupy.from_dlpack(x), cupy.from_dlpack(y))
+    return contenders
 
 
 def row_host_probe(row: dict) -> dict | None:
