@@ -182,21 +182,34 @@ def matmul(a, b, stages=None, *, version=None, schedule=None, out=None):
         sched = plan_.schedule
     result, repeat = _run(sched, call, dev, launch_gemm, tma_storable)
     if signature is not None and repeat is not None:
-        if len(_REPEATS) >= _REPEATS_MAX:
-            _REPEATS.clear()
-        _REPEATS[signature] = repeat
+        _remember(signature, repeat)
     return result
 
 
 # A repeated call (the same operands, strides, output, stream and schedule request) replays
 # its prepared launch: everything the first call checked and built depends only on these
-# (and on the split-K workspace, which forgets them all when it moves).
+# (and on the split-K workspace, which forgets them all when it moves). A call that copies
+# unaligned rows keeps its padded buffers for the replay: at most _STAGING_MAX bytes of them
+# over all the calls remembered.
 _REPEATS: dict = {}
 _REPEATS_MAX = 4096
+_STAGING_MAX = 1 << 30
+_staging_held = [0]
+
+
+def _remember(signature, repeat) -> None:
+    held = getattr(repeat, "staging_bytes", 0)
+    if held > _STAGING_MAX:
+        return
+    if len(_REPEATS) >= _REPEATS_MAX or _staging_held[0] + held > _STAGING_MAX:
+        _forget_repeats()
+    _REPEATS[signature] = repeat
+    _staging_held[0] += held
 
 
 def _forget_repeats():
     _REPEATS.clear()
+    _staging_held[0] = 0
 
 
 def _signature(a, b, out, stages, version, schedule):
@@ -243,6 +256,30 @@ class _Repeat:
                 self.c_maps.clear()
             c_map = self.c_maps[address] = self.c_map(address)
         self.launch(address, c_map)
+        return result
+
+
+class _RepeatWithCopies(_Repeat):
+    """A replay that copies too: the operands' unaligned rows into the padded buffers it keeps
+    (`before`), then the GEMM, then (`after`) the padded stand-in of C into C, whose address
+    is the copy's destination (argument 3, as C is the GEMM's)."""
+
+    def __init__(self, launch, schedule, allocate, c_map, before, after, buffers):
+        super().__init__(launch, schedule, allocate, c_map)
+        self.before, self.after, self.buffers = tuple(before), after, buffers
+        self.staging_bytes = sum(buf.nbytes for buf in buffers)
+
+    def __call__(self, out):
+        for copy in self.before:
+            copy()
+        if self.after is None:
+            return super().__call__(out)
+        self.launch()
+        if out is not None:
+            self.after()
+            return out
+        result, address = self.allocate()
+        self.after(address)
         return result
 
 
@@ -426,6 +463,8 @@ def _run(sched, call: _Call, dev, launch_gemm, tma_storable):
     # other operand's copy, or C) before the kernel reads them. After the launch,
     # stream order makes reuse safe.
     copies = []
+    before = []          # the prepared copies of operands into padded lines, for a replay
+    replayable = A.kind != "numpy"
 
     def on_device(mat: _Matrix):
         """(address, 'row'|'col', leading stride, batch step) of a TMA-addressable device copy;
@@ -446,10 +485,13 @@ def _run(sched, call: _Call, dev, launch_gemm, tma_storable):
             pitch = pitch_for(width)
             lead = mat.shape[:-2] if mat.batch > 1 else ()
             buf = cupy.empty(lead + (lines, pitch), dtype=cupy.uint16)
-            launch_copy(LineCopy(mat.address, ld, step, buf.data.ptr, pitch, lines, width, mat.batch), stream)
+            before.append(launch_copy(LineCopy(mat.address, ld, step, buf.data.ptr, pitch, lines, width, mat.batch),
+                                      stream))
             copies.append(buf)
             return buf.data.ptr, major, pitch, (lines * pitch if lead else 0)
         # Otherwise copy to row-major device matrices whose rows are 16-byte aligned.
+        nonlocal replayable
+        replayable = False
         padded = -(-cols // 8) * 8
         lead = mat.shape[:-2] if mat.batch > 1 else ()
         if mat.kind == "numpy":
@@ -515,17 +557,22 @@ def _run(sched, call: _Call, dev, launch_gemm, tma_storable):
         loaded = _kernel(sched, A.dtype, a_major, b_major)
         launch = launch_gemm(loaded, a_addr, lda, b_addr, ldb, c_addr, ldc, m, n, k, stream,
                              batch=batch, a_step=a_step, b_step=b_step)
+    after = None
     if staged is not None:
         from .padding import LineCopy, launch_copy
-        launch_copy(LineCopy(c_addr, ldc, m * ldc, final_c, n, m, n, batch), stream)
+        after = launch_copy(LineCopy(c_addr, ldc, m * ldc, final_c, n, m, n, batch), stream)
     repeat = None
-    if not copies and A.kind != "numpy":   # operands read in place: the launch can be replayed
+    if replayable:   # operands read in place or through prepared copies: the launches can be replayed
         from .workspace import on_move
         on_move(_forget_repeats)
         from .launch import c_tensor_map
         cfg = loaded.config
-        c_map = (lambda c: c_tensor_map(cfg, c, n, m, n, batch)) if cfg.c_layout is not None and O is None else None
-        repeat = _Repeat(launch, sched, allocate, c_map)
+        c_map = (lambda c: c_tensor_map(cfg, c, n, m, n, batch)) if (cfg.c_layout is not None and O is None
+                                                                       and staged is None) else None
+        if copies:
+            repeat = _RepeatWithCopies(launch, sched, allocate, c_map, [c for c in before if c], after, copies)
+        else:
+            repeat = _Repeat(launch, sched, allocate, c_map)
     return _returned(result, A, O), repeat
 
 

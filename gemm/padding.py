@@ -182,18 +182,21 @@ def check(copy: LineCopy) -> None:
                          f"(address {copy.dst:#x}, {copy.lines} x {copy.dst_ld} elements a matrix)")
 
 
-def launch_copy(copy: LineCopy, stream_handle: int) -> None:
-    """Queue the copy on the stream (nothing, for an empty matrix)."""
+def launch_copy(copy: LineCopy, stream_handle: int):
+    """Queue the copy on the stream; returns the prepared launch, to run again (with another
+    destination: its argument 3), or None for an empty matrix, where there is nothing to copy."""
     import ctypes
 
     from .launch import Launch, device
     check(copy)
     if not (copy.lines and copy.width and copy.matrices):
-        return
+        return None
     sms = device().properties.multiprocessor_count
-    Launch(_loaded(), copy.grid(sms), stream_handle,
-           (copy.src, copy.src_ld, copy.src_step, copy.dst, copy.dst_ld, copy.lines, copy.width),
-           (ctypes.c_int64,) * 4 + (ctypes.c_int32,) * 3)()
+    prepared = Launch(_loaded(), copy.grid(sms), stream_handle,
+                      (copy.src, copy.src_ld, copy.src_step, copy.dst, copy.dst_ld, copy.lines, copy.width),
+                      (ctypes.c_int64,) * 4 + (ctypes.c_int32,) * 3)
+    prepared()
+    return prepared
 
 
 @lru_cache(maxsize=1)

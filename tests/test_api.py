@@ -119,3 +119,24 @@ def test_gpu_that_is_not_hopper_is_refused(monkeypatch):
             gemm.matmul(*_pair())
     finally:
         launch.device.cache_clear()
+
+
+def test_replays_keep_at_most_the_staging_cap(monkeypatch):
+    """Replays that hold padded buffers are remembered while their bytes fit under the cap; one
+    that would pass it forgets the others first, and one larger than the cap is not kept."""
+    from gemm import api
+    monkeypatch.setattr(api, "_STAGING_MAX", 100)
+    api._forget_repeats()
+
+    class Held:
+        def __init__(self, nbytes):
+            self.staging_bytes = nbytes
+    api._remember("a", Held(60))
+    api._remember("plain", object())
+    assert set(api._REPEATS) == {"a", "plain"} and api._staging_held[0] == 60
+    api._remember("b", Held(50))           # 110 > 100: the others go first
+    assert set(api._REPEATS) == {"b"} and api._staging_held[0] == 50
+    api._remember("huge", Held(101))
+    assert "huge" not in api._REPEATS
+    api._forget_repeats()
+    assert api._staging_held[0] == 0 and not api._REPEATS

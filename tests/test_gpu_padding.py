@@ -109,3 +109,28 @@ def test_odd_rows_of_c_through_a_staged_result(m, n, k, batch, dtype):
             err = float(torch.linalg.norm(got.double() - want) / torch.linalg.norm(want))
             assert err < 5e-3, (sched, err)
         assert torch.isnan(buffer[batch * m * n:]).all()
+
+
+@pytest.mark.parametrize("m, n, k", [(300, 517, 259), (64, 1001, 128), (96, 128, 333)])
+def test_copying_calls_replay_with_fresh_inputs(m, n, k):
+    """A call that copies (K or N not a multiple of 8) is replayed on its second run: the
+    copies run again, so inputs changed in place between calls give the new product, into a
+    fresh C and into out= alike."""
+    import torch
+
+    import gemm
+    from gemm import api
+    g = torch.Generator(device="cuda").manual_seed(k)
+    a = (torch.randn(m, k, generator=g, device="cuda") * k ** -0.25).half()
+    b = (torch.randn(n, k, generator=g, device="cuda") * k ** -0.25).half().t()
+    out = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+    for step in range(3):
+        if step:
+            a.mul_(-1.5)
+            b.add_(0.25)
+        want = a.double() @ b.double()
+        for got in (gemm.matmul(a, b), gemm.matmul(a, b, out=out)):
+            err = float(torch.linalg.norm(got.double() - want) / torch.linalg.norm(want))
+            assert err < 5e-3, (step, err)
+    key = api._signature(a, b, None, None, None, None)
+    assert isinstance(api._REPEATS.get(key), api._RepeatWithCopies)
