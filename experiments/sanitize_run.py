@@ -6,7 +6,8 @@ With substrings, only the cases whose schedule contains one of them run (a sanit
 slow: a run can be split into several).
 
 Edge tiles in M, N and K, every family, a ring deeper and shallower than K; the
-producer-warpgroup kernels (V6, V7) with clusters, split-K, a batch and an odd count of tiles."""
+producer-warpgroup kernels (V6, V7) with clusters, split-K, a batch and an odd count of tiles;
+rows TMA cannot address, through gemm/padding.py's copies."""
 import sys
 
 import torch
@@ -20,6 +21,8 @@ CASES = [("v1", None, (200, 136, 100)), ("v2", 2, (200, 136, 333)), ("v2", 3, (1
          ("v4", 2, (300, 136, 333)), ("v5", 2, (200, 260, 520)), ("v5", 3, (130, 200, 70))]
 # the producer-warpgroup kernels: (schedule spec, (m, n, k), batch)
 WARPGROUP_CASES = [("v6", (300, 264, 200), 1), ("v7", (384, 264, 520), 1), ("v7:cluster_m=2", (384, 264, 520), 1),
+                   # K and N not multiples of 8: both operands copied, C stored into a padded stand-in
+                   ("v7", (300, 517, 259), 1),
                    ("v7", (200, 136, 96), 2), ("v7:cluster_n=2", (136, 520, 200), 1),
                    ("v7:block_n=128,stages=4,split_k=4", (200, 264, 1000), 1),
                    ("v7:block_n=128,stages=6,cluster_m=2,split_k=2", (384, 264, 1000), 1),
