@@ -140,13 +140,14 @@ def measure_shape(shape, schedules, seed=0, input_sets=3, baselines_each=False, 
         torch.cuda.synchronize()
         time.sleep(rest_s)
     host = {f"host_{key}": f"{val:.2f}" for key, val in suite_host_probe().items()} if probe_host else {}
-    paces = {name: {} for name in timed}   # the host's time per timed run, by contender
+    # per_row and paces (the host's time per timed run, by contender) of each schedule's timing
     if baselines_each:
+        paces = {name: {} for name in timed}
         per_row = {name: time_blocks({name: fn, **baselines}, sets, host_us=paces[name]) for name, fn in timed.items()}
     else:
-        ms_all = time_blocks({**timed, **baselines}, sets, host_us=paces.setdefault("all", {}))
-        per_row = {name: ms_all for name in timed}
-        paces = {name: paces["all"] for name in timed}
+        shared: dict = {}
+        ms_all = time_blocks({**timed, **baselines}, sets, host_us=shared)
+        per_row, paces = {name: ms_all for name in timed}, {name: shared for name in timed}
     # a row that was not timed (incorrect or refused) still reports the baselines
     untimed = next(iter(per_row.values())) if per_row else time_blocks(baselines, sets)
     flop_ms = lambda t: tflops(m, n, k, t) * batch  # noqa: E731

@@ -96,8 +96,8 @@ def host_probe(fn, args, calls=1000, rivals: dict | None = None) -> dict:
       call_us   one call, calls back to back on the host's wall clock with one synchronisation
                 at the end: the host's work before the kernel starts.
     sim.call.event_ms turns them and a predicted device time into what the events measure.
-    A tight loop of the probe alone runs ~10-25 us a run faster than a row's loop, whose
-    contenders take turns (run 65: ours_run_us against the probe's pace)."""
+    The probe runs in a row's loop rather than alone because a tight loop of one call runs
+    faster on the host than a loop whose contenders take turns (a row's ours_run_us column)."""
     import time
 
     import torch

@@ -540,9 +540,10 @@ def _run(sched, call: _Call, dev, launch_gemm, tma_storable):
             # TMA stores into rows 16 bytes apart, which a copy then packs into C: far faster
             # than the registers' 2-byte stores into rows of an odd length
             from .padding import pitch_for
-            staged = cupy.empty((batch, m, pitch_for(n)), dtype=cupy.uint16)
+            final_c, ldc = c_addr, pitch_for(n)
+            staged = cupy.empty((batch, m, ldc), dtype=cupy.uint16)
             copies.append(staged)
-            final_c, c_addr, ldc = c_addr, staged.data.ptr, pitch_for(n)
+            c_addr = staged.data.ptr
         else:
             sched = _direct_epilogue(sched)   # TMA cannot address C's rows: store from registers
     if sched.swap_ab:
@@ -570,7 +571,7 @@ def _run(sched, call: _Call, dev, launch_gemm, tma_storable):
         c_map = (lambda c: c_tensor_map(cfg, c, n, m, n, batch)) if (cfg.c_layout is not None and O is None
                                                                        and staged is None) else None
         if copies:
-            repeat = _RepeatWithCopies(launch, sched, allocate, c_map, [c for c in before if c], after, copies)
+            repeat = _RepeatWithCopies(launch, sched, allocate, c_map, before, after, copies)
         else:
             repeat = _Repeat(launch, sched, allocate, c_map)
     return _returned(result, A, O), repeat
