@@ -30,6 +30,9 @@ WARPGROUP_CASES = [("v6", (300, 264, 200), 1), ("v7", (384, 264, 520), 1), ("v7:
                     "consumer_registers=0,stages=8,split_k=4", (64, 264, 2000), 2),
                    ("v7:block_n=16,stages=10,split_k=4,swap_ab=true,epilogue=direct,producer_registers=0,"
                     "consumer_registers=0", (13, 264, 1000), 1),
+                   # three m64 WGMMAs a warpgroup; 500 rows of B' leave an edge tile of 116
+                   ("v7:block_m=192,consumer_warpgroups=1,block_n=16,stages=8,swap_ab=true,epilogue=direct,"
+                    "producer_registers=0,consumer_registers=0", (9, 500, 1000), 1),
                    ("v7:stream_k=true", (384, 264, 520), 1), ("v7:block_n=128,stages=4,stream_k=true", (520, 900, 1000), 1),
                    # 306 tiles on 132 CTAs: the last partial wave's 42 shared, two waves of whole tiles
                    ("v7:block_n=128,stages=4,stream_k=true,stream_k_waves=0", (2304, 2176, 256), 1)]

@@ -16,6 +16,11 @@ import numpy as np
 from .smem_layout import ELEMENT_BYTES, TENSORMAP_SWIZZLE, OperandLayout
 
 CACHE_ENTRIES = 512
+# How much L2 fetches from DRAM on a TMA load's miss ("NONE", "L2_64B", "L2_128B", "L2_256B"):
+# a box row is 128 bytes of one operand row, and its neighbour along K is the next K step's.
+# None and 128 B measured the same as 256 B on the decode and large products (docs/research,
+# item 112); a name here so that a microbenchmark can try the others.
+L2_PROMOTION = "L2_256B"
 
 
 class TensorMapError(ValueError):
@@ -51,7 +56,7 @@ def encode_2d(address: int, dtype: str, inner: int, outer: int, row_stride_bytes
         [driver.cuuint32_t(1), driver.cuuint32_t(1)],
         driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         driver.CUtensorMapSwizzle(TENSORMAP_SWIZZLE[swizzle]),
-        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        getattr(driver.CUtensorMapL2promotion, f"CU_TENSOR_MAP_L2_PROMOTION_{L2_PROMOTION}"),
         driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE))
     return ctypes.string_at(tmap.getPtr(), 128)
 

@@ -30,6 +30,9 @@ SCHEDULES = {
     # swap-AB: the kernel computes C^T = B^T A^T and writes it into C transposed
     "v7-swap-ab": preset("v7", block_n=16, stages=10, swap_ab=True, epilogue="direct",
                          producer_registers=0, consumer_registers=0),
+    # 192 rows of B' in one consumer warpgroup (three m64 WGMMAs a K step), cuBLAS's decode tile
+    "v7-swap-ab-192": preset("v7", block_m=192, consumer_warpgroups=1, block_n=16, stages=8, swap_ab=True,
+                             epilogue="direct", producer_registers=0, consumer_registers=0),
     "v7-swap-ab-splitk4": preset("v7", block_n=64, stages=8, split_k=4, swap_ab=True, epilogue="direct",
                                  producer_registers=0, consumer_registers=0),
     # stream-K: the last partial wave's tiles and one wave before them shared out by K iteration
@@ -49,7 +52,7 @@ UNALIGNED = [(333, 517, 259), (4095, 4097, 4099)]
 MAJORS = [("row", "row"), ("row", "col"), ("col", "row"), ("col", "col")]
 # every majorness where an operand is multicast (its part boxes differ by majorness); the
 # seed's layout (B stored [N, K]) elsewhere
-ALL_MAJORS = ("v7-cluster-m", "v7-cluster-n", "v7-swap-ab", "v7-swap-ab-splitk4", "v7-swap-ab-stream-k")   # swap-AB: the operands trade roles
+ALL_MAJORS = ("v7-cluster-m", "v7-cluster-n", "v7-swap-ab", "v7-swap-ab-192", "v7-swap-ab-splitk4", "v7-swap-ab-stream-k")   # swap-AB: the operands trade roles
 
 
 def _dtypes(name):

@@ -31,12 +31,15 @@ SPECS = (
     "v7:block_n=128,stages=4,stream_k=true",
     "v7:block_n=128,stages=4,split_k=2",
     "v7:block_n=128,stages=4,split_k=4",
+    "v7:block_n=128,stages=6,split_k=2",                         # a deeper ring for K-heavy products
     f"v7:block_m=64,block_n=128,{ONE_WARPGROUP},stages=8",       # 64-row tiles
     f"v7:block_m=64,block_n=128,{ONE_WARPGROUP},stages=8,split_k=4",
     f"v7:block_m=64,block_n=256,{ONE_WARPGROUP},stages=4",
     "v2:block_n=192",                                            # the ring, 128x192
     f"v7:block_n=16,stages=10,{SWAP_AB}",                        # swap-AB: M <= 16
     f"v7:block_n=16,stages=10,split_k=4,{SWAP_AB}",
+    f"v7:block_m=192,consumer_warpgroups=1,block_n=16,stages=8,{SWAP_AB}",   # cuBLAS's decode cut: 192 rows
+                                                                 # of W a CTA, 115 CTAs of 22016, 8 stages
     f"v7:block_n=64,stages=8,{SWAP_AB}",                         # swap-AB: M <= 64
     f"v7:block_n=64,stages=8,split_k=4,{SWAP_AB}",
 )
