@@ -40,8 +40,7 @@ SUITE = Path(__file__).with_name("shapes.json")
 RESULTS = results_dir()
 SHAPE_COLUMNS = ["suite", "name", "m", "n", "k", "batch", "dtype", "schedule", "ours_tflops", "torch_tflops",
                  "cupy_tflops", "ratio", "correct", "rel_err", "ours_ms", "torch_ms", "cupy_ms", "gb_per_s",
-                 "hbm_share", "host_call_us", "host_floor_us", "host_pace_us", "host_start_us", "ours_run_us",
-                 "torch_run_us",
+                 "hbm_share", "host_call_us", "host_floor_us", "host_pace_us", "ours_run_us", "torch_run_us",
                  "gpu", "date"]
 LADDER_COLUMNS = ["version", "schedule", "tflops", "torch_tflops", "cupy_tflops", "ratio", "correct", "rel_err",
                   "ms", "date"]
@@ -182,10 +181,8 @@ def hbm_copy_gb_per_s(nbytes: int = 1 << 30) -> float:
 
 ROW_REST_S = 4.0   # a rested GPU's clock budget back (the clock-transient microbenchmark rests 4 s)
 HOST_PROBE_KEY = "host_probe"
-START_PROBE_SHAPE = (2048, 2048, 4096)
-HOST_PROBE_WHAT = ("experiments.timing.host_probe: gemm.matmul at 64^3 in a row's loop with torch and cupy (and, "
-                   "for start_us, at 2048x2048x4096), before the suite, microseconds; each row's own, just before "
-                   "its timing, in its host_*_us columns")
+HOST_PROBE_WHAT = ("experiments.timing.host_probe: gemm.matmul at 64^3 in a row's loop with torch and cupy, before "
+                   "the suite, microseconds; each row's own, just before its timing, in its host_*_us columns")
 
 
 def suite_host_probe() -> dict:
@@ -195,10 +192,7 @@ def suite_host_probe() -> dict:
     import gemm
     from experiments.reference import random_operands
     a, b = random_operands(64, 64, 64, "float16", seed=0)
-    # a call whose kernel (~60 us) outlasts the host's floor: when its kernel starts in the loop
-    long_operands = random_operands(*START_PROBE_SHAPE, "float16", seed=0)
-    return host_probe(lambda x, y: gemm.matmul(x, y), (a, b), rivals=cublas_contenders("float16"),
-                      long_call=(gemm.matmul, long_operands))
+    return host_probe(lambda x, y: gemm.matmul(x, y), (a, b), rivals=cublas_contenders("float16"))
 
 
 def cublas_contenders(dtype: str) -> dict:
@@ -213,11 +207,10 @@ def cublas_contenders(dtype: str) -> dict:
 
 
 def row_host_probe(row: dict) -> dict | None:
-    """The host probe a shapes.csv row carries ({call_us, floor_us, pace_us} and, in rows
-    measured since the probe had it, start_us), or None."""
+    """The host probe a shapes.csv row carries ({call_us, floor_us, pace_us}), or None."""
     keys = ("call_us", "floor_us", "pace_us")
     if all(row.get(f"host_{k}") for k in keys):
-        return {k: float(row[f"host_{k}"]) for k in keys + ("start_us",) if row.get(f"host_{k}")}
+        return {k: float(row[f"host_{k}"]) for k in keys}
     return None
 
 

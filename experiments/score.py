@@ -83,14 +83,12 @@ ROW_HOST = "one call, each row's host"
 def at_run_host(pred: dict, probe: dict, prof=None) -> float:
     """The predicted call (ms) as the events see it with the run's own host (its shapes.csv's
     host_probe: call, floor and pace, measured before the rows) in place of the profile's: the
-    model's device time through the model's formula (sim.call.event_ms). The kernel's start
-    after its start event is the probe's start_us where it has one (measured in the row's loop),
-    else its call_us (a tight loop's). `prof`: the GPU profile (default: the prediction's)."""
+    model's device time through the model's formula (sim.call.event_ms). `prof`: the GPU
+    profile (default: the prediction's)."""
     from sim.call import event_ms
     from sim.hardware import load_profile
     prof = prof or load_profile(pred.get("gpu") or "h200-sxm")
-    start_us = probe.get("start_us", probe["call_us"])
-    return event_ms(float(pred["predicted_device_ms"]), start_us, probe["floor_us"], probe["pace_us"],
+    return event_ms(float(pred["predicted_device_ms"]), probe["call_us"], probe["floor_us"], probe["pace_us"],
                     prof.event_tail_us, int(pred["kernels"]) - 1, prof.host_launch_us)
 
 

@@ -32,8 +32,7 @@ def tflops(m, n, k, ms) -> float:
     return 2.0 * m * n * k / (ms * 1e-3) / 1e12
 
 
-def time_blocks(fns: dict, input_sets, blocks=10, per_block=3, warmup=5, host_us: dict | None = None,
-                first_ms: dict | None = None) -> dict:
+def time_blocks(fns: dict, input_sets, blocks=10, per_block=3, warmup=5, host_us: dict | None = None) -> dict:
     """Median milliseconds of each fn(*inputs), timed alone: after `warmup` runs of each,
     `blocks` rounds in which each fn runs `per_block` times in a row (its own block, each
     run between two CUDA events), the fns' blocks alternating round by round, so that each
@@ -45,9 +44,7 @@ def time_blocks(fns: dict, input_sets, blocks=10, per_block=3, warmup=5, host_us
     Inputs cycle through input_sets run by run. A fn's time includes its own launch cost
     when the GPU outruns the host (small problems), as a user's timing would. `host_us`, when
     given, receives each fn's median host time from one run of a block to the next (the pace
-    its runs reached the GPU at, which sim.call.event_ms weighs against the kernel's time).
-    `first_ms`, when given, receives each fn's median over the first run of its blocks: the run
-    that follows another contender's block, so finds the GPU idle when their kernels are short."""
+    its runs reached the GPU at, which sim.call.event_ms weighs against the kernel's time)."""
     import time
 
     import torch
@@ -73,9 +70,6 @@ def time_blocks(fns: dict, input_sets, blocks=10, per_block=3, warmup=5, host_us
     torch.cuda.synchronize()
     if host_us is not None:
         host_us.update({name: statistics.median(p) * 1e6 for name, p in paces.items() if p})
-    if first_ms is not None:
-        first_ms.update({name: statistics.median(s.elapsed_time(e) for s, e in ev[::per_block])
-                         for name, ev in events.items()})
     return {name: statistics.median(s.elapsed_time(e) for s, e in ev) for name, ev in events.items()}
 
 
@@ -90,7 +84,7 @@ def _event_timed_run(fn, args):
     return start, end
 
 
-def host_probe(fn, args, calls=1000, rivals: dict | None = None, long_call=None) -> dict:
+def host_probe(fn, args, calls=1000, rivals: dict | None = None) -> dict:
     """The host as the protocol's events see it, in microseconds, measured with `fn(*args)` a
     call whose kernel is far shorter than its host work (gemm.matmul at 64^3), timed as a
     suite row's runs are: time_blocks with `rivals` (torch.matmul and cupy.matmul on the same
@@ -100,11 +94,7 @@ def host_probe(fn, args, calls=1000, rivals: dict | None = None, long_call=None)
       pace_us   the host's time from one of the probe's runs to the next within a block: how
                 often a call reaches a GPU that is faster than the host;
       call_us   one call, calls back to back on the host's wall clock with one synchronisation
-                at the end: the host's work before the kernel starts, in a tight loop;
-      start_us  with `long_call` ((fn, args): the same host path with a kernel longer than the
-                floor), when a call's kernel starts after its start event in the row's loop:
-                the events around the long call's first run of each block (the GPU idle, the
-                rivals' kernels being short) less its kernel's time back to back.
+                at the end: the host's work before the kernel starts.
     sim.call.event_ms turns them and a predicted device time into what the events measure.
     The probe runs in a row's loop rather than alone because a tight loop of one call runs
     faster on the host than a loop whose contenders take turns (a row's ours_run_us column)."""
@@ -112,24 +102,15 @@ def host_probe(fn, args, calls=1000, rivals: dict | None = None, long_call=None)
 
     import torch
     paces: dict = {}
-    firsts: dict = {}
-    fns = {"probe": fn, **(rivals or {})}
-    if long_call is not None:
-        long_fn, long_args = long_call
-        fns["long"] = lambda *_: long_fn(*long_args)
-    floor_ms = time_blocks(fns, [args], warmup=20, host_us=paces, first_ms=firsts)["probe"]
+    floor_ms = time_blocks({"probe": fn, **(rivals or {})}, [args], warmup=20, host_us=paces)["probe"]
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     for _ in range(calls):
         fn(*args)
     call_s = (time.perf_counter() - t0) / calls
     torch.cuda.synchronize()
-    out = {"call_us": round(call_s * 1e6, 2), "floor_us": round(floor_ms * 1e3, 2),
-           "pace_us": round(paces["probe"], 2)}
-    if long_call is not None:
-        kernel_us = back_to_back_us(lambda i: long_fn(*long_args))
-        out["start_us"] = round(firsts["long"] * 1e3 - kernel_us, 2)
-    return out
+    return {"call_us": round(call_s * 1e6, 2), "floor_us": round(floor_ms * 1e3, 2),
+            "pace_us": round(paces["probe"], 2)}
 
 
 def back_to_back_us(fn, calls=30, warmup=10) -> float:

@@ -76,14 +76,3 @@ def test_a_rows_own_probe_is_read():
     row = {"host_call_us": "12.5", "host_floor_us": "25.0", "host_pace_us": "31.0"}
     assert row_host_probe(row) == {"call_us": 12.5, "floor_us": 25.0, "pace_us": 31.0}
     assert row_host_probe({**row, "host_pace_us": ""}) is None and row_host_probe({}) is None
-    assert row_host_probe({**row, "host_start_us": "20.0"})["start_us"] == 20.0
-
-
-def test_the_kernels_measured_start_replaces_the_tight_loops_call(g):
-    """Where the probe measured when a kernel starts in the row's loop, the events' call + device
-    regime counts that, not the tight loop's call."""
-    from experiments.score import at_run_host
-    probe = {"call_us": 15.0, "floor_us": 33.0, "pace_us": 55.0}
-    pred = {"gpu": "h200-sxm", "kernels": "1", "predicted_device_ms": "0.027"}
-    assert at_run_host(pred, probe) == pytest.approx(0.042)
-    assert at_run_host(pred, {**probe, "start_us": 24.0}) == pytest.approx(0.051)

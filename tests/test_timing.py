@@ -47,27 +47,3 @@ def test_medians_order_and_the_host_pace(fake_torch):
     assert timed[:6] == ["a"] * 3 + ["b"] * 3 and timed[6:12] == ["b"] * 3 + ["a"] * 3
     assert set(paces) == {"a", "b"}
     assert 4000 <= paces["a"] < 20000 and paces["b"] < paces["a"]
-
-
-def test_first_runs_and_the_kernels_start(fake_torch):
-    """The first run of each block is reported apart (it follows another contender's block), and
-    host_probe's start_us is the long call's first runs less its time back to back: here a call
-    that waits `start` ms whenever another contender ran just before it."""
-    from experiments.timing import host_probe
-    last = {"who": None}
-
-    def contender(name, ms, start=0.0):
-        def run(*_):
-            fake_torch["ms"] += ms + (start if last["who"] != name else 0.0)
-            last["who"] = name
-        return run
-
-    firsts = {}
-    ms = time_blocks({"a": contender("a", 2.0, start=1.0), "b": contender("b", 3.0)}, [(0,)],
-                     blocks=4, per_block=3, warmup=1, first_ms=firsts)
-    assert firsts == {"a": 3.0, "b": 3.0} and ms == {"a": 2.0, "b": 3.0}
-
-    probe = host_probe(contender("probe", 0.005), (0,), calls=10, rivals={"torch": contender("torch", 0.004)},
-                       long_call=(contender("long", 0.060, start=0.015), ()))
-    assert probe["start_us"] == pytest.approx(15.0, abs=0.5)
-    assert probe["floor_us"] == pytest.approx(5.0) and set(probe) == {"call_us", "floor_us", "pace_us", "start_us"}
