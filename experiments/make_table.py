@@ -26,7 +26,7 @@ from pathlib import Path
 from gemm.dispatch.candidates import SPECS
 from gemm.dispatch.table import TABLES, shape_key
 
-from .paths import read_rows, results_dir
+from .paths import REPO, read_rows, results_dir
 
 RESULTS = results_dir()
 
@@ -63,6 +63,13 @@ def best_per_bucket(rows, since: str = "") -> dict:
     return table
 
 
+def _in_repo(path: Path) -> str:
+    """A sweep's path as the table records it: relative to the repository where it lies inside it,
+    so that the table reads the same on every checkout (experiments.picks opens these files)."""
+    path = path.resolve()
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sweep", type=Path, nargs="+", default=None, help="sweep CSVs (default: results/*/sweep*.csv)")
@@ -79,7 +86,7 @@ def main(argv=None) -> int:
     out.write_text(json.dumps({
         "gpu": args.gpu,
         "made_by": "python -m experiments.make_table",
-        "from": [str(path) for path in sweeps],
+        "from": [_in_repo(path) for path in sweeps],
         **({"since": args.since} if args.since else {}),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "buckets": "round(2 log2 x) / 2 of M, N, K and the batch",

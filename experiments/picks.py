@@ -24,7 +24,7 @@ from pathlib import Path
 from gemm.dispatch.table import TABLES
 
 from .make_table import candidate_ratios
-from .paths import read_rows, results_dir, write_csv
+from .paths import REPO, read_rows, results_dir, write_csv
 
 WITHIN = 0.97
 
@@ -66,7 +66,7 @@ def main(argv=None) -> int:
                    "sweep-candidates*.csv outside the table's \"from\" measured last)")
     args = p.parse_args(argv)
     made = json.loads((TABLES / f"{args.results.name}.json").read_text())   # the sweeps the table was made from
-    sweep_paths = [Path(path) for path in made["from"]]
+    sweep_paths = [REPO / path for path in made["from"]]   # relative to the repository (or absolute)
     held_out = args.held_out or max((path for path in args.results.glob("sweep-candidates*.csv")
                                      if path.resolve() not in {q.resolve() for q in sweep_paths}),
                                     key=lambda path: max(r.get("date") or "" for r in read_rows(path)), default=None)

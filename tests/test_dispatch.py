@@ -187,3 +187,11 @@ def test_swap_ab_candidates_only_where_one_narrow_tile_holds_m():
     assert swapped(128, 4096, 11008) == set() and swapped(4096, 4096, 4096) == set()
     assert swapped(16, 4096, 11008, 4) == set()            # a batch: one product at a time
     assert all(s.epilogue == "direct" for s in candidates(1, 4096, 11008) if s.swap_ab)
+
+
+def test_make_table_records_its_sweeps_relative_to_the_repository(tmp_path):
+    from experiments import make_table
+    from experiments.paths import REPO
+    inside = REPO / "experiments" / "results" / "h200-sxm" / "sweep.csv"
+    assert make_table._in_repo(inside) == "experiments/results/h200-sxm/sweep.csv"
+    assert make_table._in_repo(tmp_path / "sweep.csv") == str((tmp_path / "sweep.csv").resolve())
