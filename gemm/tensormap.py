@@ -18,8 +18,8 @@ from .smem_layout import ELEMENT_BYTES, TENSORMAP_SWIZZLE, OperandLayout
 CACHE_ENTRIES = 512
 # How much L2 fetches from DRAM on a TMA load's miss ("NONE", "L2_64B", "L2_128B", "L2_256B"):
 # a box row is 128 bytes of one operand row, and its neighbour along K is the next K step's.
-# None and 128 B measured the same as 256 B on the decode and large products (docs/research,
-# item 112); a name here so that a microbenchmark can try the others.
+# None and 128 B measured the same as 256 B on the decode and the large products; a name here so
+# that a microbenchmark can try the others.
 L2_PROMOTION = "L2_256B"
 
 
