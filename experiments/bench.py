@@ -34,14 +34,14 @@ from pathlib import Path
 from gemm.schedule import PRESETS, from_spec
 
 from .paths import read_rows, results_dir
-from .timing import host_probe, time_blocks, tflops
+from .timing import back_to_back_us, host_probe, time_blocks, tflops
 
 SUITE = Path(__file__).with_name("shapes.json")
 RESULTS = results_dir()
 SHAPE_COLUMNS = ["suite", "name", "m", "n", "k", "batch", "dtype", "schedule", "ours_tflops", "torch_tflops",
                  "cupy_tflops", "ratio", "correct", "rel_err", "ours_ms", "torch_ms", "cupy_ms", "gb_per_s",
                  "hbm_share", "host_call_us", "host_floor_us", "host_pace_us", "ours_run_us", "torch_run_us",
-                 "gpu", "date"]
+                 "ours_b2b_us", "cublas_b2b_us", "b2b_gb_per_s", "b2b_hbm_share", "gpu", "date"]
 LADDER_COLUMNS = ["version", "schedule", "tflops", "torch_tflops", "cupy_tflops", "ratio", "correct", "rel_err",
                   "ms", "date"]
 SWEEP_COLUMNS = ["name", "m", "n", "k", "batch", "dtype", "schedule", "ours_tflops", "torch_tflops",
@@ -93,7 +93,7 @@ def _tolerance(dtype, schedule) -> float:
 
 
 def measure_shape(shape, schedules, seed=0, input_sets=3, baselines_each=False, rest_s=0.0,
-                  probe_host=False) -> list[dict]:
+                  probe_host=False, back_to_back=False) -> list[dict]:
     """One row per schedule (None: the dispatcher's choice) at one shape. Each is checked
     first (NaN-poisoned output against one float64 reference, every element); then every
     correct schedule, torch.matmul and cupy.matmul are timed in one time_blocks call, so
@@ -106,7 +106,11 @@ def measure_shape(shape, schedules, seed=0, input_sets=3, baselines_each=False, 
     rested GPU's does, whatever row came before it (the power limit's budget, sim/load_clock.py).
     `probe_host`: the host's call, floor and pace (suite_host_probe) just before the timing, in
     the row's host_*_us columns: the host's pace drifts within one process (1.8x over one suite
-    in run 59), so each row carries the host it was timed on."""
+    in run 59), so each row carries the host it was timed on. `back_to_back`: after the timing,
+    each contender's calls back to back between one pair of events (experiments.timing.
+    back_to_back_us), the device's time per call when the host keeps ahead of it: ours_b2b_us,
+    cublas_b2b_us (the faster of torch and cupy) and the bytes per second that makes
+    (b2b_gb_per_s), which a one-call timing of a kernel shorter than the host's pace cannot show."""
     import torch
 
     import gemm
@@ -165,6 +169,11 @@ def measure_shape(shape, schedules, seed=0, input_sets=3, baselines_each=False, 
         if t is not None:
             row.update(ours_ms=f"{t:.4f}", ours_tflops=f"{flop_ms(t):.1f}", ratio=f"{best / t:.3f}",
                        gb_per_s=f"{footprint / (t * 1e-3) / 1e9:.0f}")   # A, B and C moved once
+        if back_to_back and t is not None:
+            b2b = lambda fn: back_to_back_us(lambda j: fn(*sets[j % len(sets)]))   # noqa: E731
+            ours_us = b2b(timed[f"ours{i}"])
+            row.update(ours_b2b_us=f"{ours_us:.2f}", cublas_b2b_us=f"{min(b2b(fn) for fn in baselines.values()):.2f}",
+                       b2b_gb_per_s=f"{footprint / (ours_us * 1e-6) / 1e9:.0f}")
     return rows
 
 
@@ -324,13 +333,14 @@ def main(argv=None) -> int:
         print("host probe: " + " ".join(f"{k}={v}" for k, v in probe.items()), flush=True)
         rows = []
         for shape in tqdm(suite_shapes(args.shapes), desc="suite"):
-            r, = measure_shape(shape, [args.schedule], seed=1, rest_s=args.rest, probe_host=True)
+            r, = measure_shape(shape, [args.schedule], seed=1, rest_s=args.rest, probe_host=True, back_to_back=True)
             rows.append({**r, "gpu": meta["gpu"], "date": date})
         probe_after = suite_host_probe()
         copy_rate = hbm_copy_gb_per_s()
         for r in rows:   # bytes per second of the rows bound by memory, as a share of a copy's
-            if r.get("suite") == "decode" and r.get("gb_per_s"):
-                r["hbm_share"] = f"{float(r['gb_per_s']) / copy_rate:.3f}"
+            for rate, share in (("gb_per_s", "hbm_share"), ("b2b_gb_per_s", "b2b_hbm_share")):
+                if r.get("suite") == "decode" and r.get(rate):
+                    r[share] = f"{float(r[rate]) / copy_rate:.3f}"
         _write(args.out_dir / f"shapes{suffix}.csv", SHAPE_COLUMNS, rows,
                {**meta, "hbm_copy_gb_per_s": f"{copy_rate:.0f} (a 1 GiB device-to-device copy, read + write)",
                 HOST_PROBE_KEY: " ".join(f"{k}={v}" for k, v in probe.items()) + f" ({HOST_PROBE_WHAT})",

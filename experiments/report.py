@@ -132,9 +132,13 @@ def shapes_summary(shapes: list[dict]) -> str:
                      f"lowest {ratios[0][0]:.2f} ({ratios[0][1]})" + (f", {wrong} not correct" if wrong else ""))
     ratios = [float(r["ratio"]) for r in shapes if r.get("ratio")]
     geomean = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else float("nan")
-    shares = sorted((float(r["hbm_share"]), r["name"]) for r in shapes if r.get("hbm_share"))
-    memory = (f" Decode rows move A + B + C at {shares[0][0]:.0%} ({shares[0][1]}) to {shares[-1][0]:.0%} "
-              f"({shares[-1][1]}) of a device-to-device copy's rate." if shares else "")
+    memory = ""
+    for column, timed in (("hbm_share", "timed one call at a time"),
+                          ("b2b_hbm_share", "calls back to back (the device's rate, the host kept ahead)")):
+        shares = sorted((float(r[column]), r["name"]) for r in shapes if r.get(column))
+        if shares:
+            memory += (f" Decode rows, {timed}, move A + B + C at {shares[0][0]:.0%} ({shares[0][1]}) to "
+                       f"{shares[-1][0]:.0%} ({shares[-1][1]}) of a device-to-device copy's rate.")
     return ("**The shape suite** (`python -m experiments.bench`, shapes.csv; ratio = ours over the faster of torch "
             f"and cupy): geomean {geomean:.3f} over {len(ratios)} shapes; " + "; ".join(parts) + "." + memory)
 

@@ -78,18 +78,44 @@ def _spearman(x, y) -> float:
 
 RUN_HOST = "one call, this run's host"
 ROW_HOST = "one call, each row's host"
+# where the rows carry their calls' measured time back to back (shapes.csv's ours_b2b_us), the
+# two halves of the one-call error apart: the model's calls back to back (the device's time, or
+# the host's where that is longer) against that time, and the host's formula (sim.call.event_ms)
+# given the measured time instead of the predicted device time
+DEVICE_B2B = "back to back, measured so"
+HOST_FORMULA = "one call, each row's host, measured device"
 
 
-def at_run_host(pred: dict, probe: dict, prof=None) -> float:
+def at_run_host(pred: dict, probe: dict, prof=None, device_ms: float | None = None) -> float:
     """The predicted call (ms) as the events see it with the run's own host (its shapes.csv's
     host_probe: call, floor and pace, measured before the rows) in place of the profile's: the
-    model's device time through the model's formula (sim.call.event_ms). `prof`: the GPU
-    profile (default: the prediction's)."""
+    model's device time (or `device_ms`) through the model's formula (sim.call.event_ms).
+    `prof`: the GPU profile (default: the prediction's)."""
     from sim.call import event_ms
     from sim.hardware import load_profile
     prof = prof or load_profile(pred.get("gpu") or "h200-sxm")
-    return event_ms(float(pred["predicted_device_ms"]), probe["call_us"], probe["floor_us"], probe["pace_us"],
+    device = float(pred["predicted_device_ms"]) if device_ms is None else device_ms
+    return event_ms(device, probe["call_us"], probe["floor_us"], probe["pace_us"],
                     prof.event_tail_us, int(pred["kernels"]) - 1, prof.host_launch_us)
+
+
+def _predicted_ms(col: str, pred: dict, row: dict, probe, prof) -> float:
+    """The prediction `col` (a TIMINGS column or one of the labels above) for a measured row, ms."""
+    if col == RUN_HOST:
+        return at_run_host(pred, probe, prof)
+    if col == ROW_HOST:
+        return at_run_host(pred, row_host_probe(row), prof)
+    if col == HOST_FORMULA:
+        return at_run_host(pred, row_host_probe(row), prof, device_ms=float(row["ours_b2b_us"]) * 1e-3)
+    if col == DEVICE_B2B:
+        return float(pred["predicted_queued_ms"])
+    return float(pred[col])
+
+
+def _measured_ms(col: str, row: dict, flops: float) -> float:
+    if col == DEVICE_B2B:
+        return float(row["ours_b2b_us"]) * 1e-3
+    return float(row["ours_ms"]) if row.get("ours_ms") else flops / (float(row["ours_tflops"]) * 1e12) * 1e3
 
 
 def score(predicted: Path, measured: Path) -> dict:
@@ -110,21 +136,24 @@ def score(predicted: Path, measured: Path) -> dict:
         timings[RUN_HOST] = RUN_HOST
         if all(row_host_probe(r) for r, _ in joined):
             timings[ROW_HOST] = ROW_HOST
+            if all(r.get("ours_b2b_us") for r, _ in joined):
+                timings[HOST_FORMULA] = HOST_FORMULA
+    if joined and all(r.get("ours_b2b_us") for r, _ in joined):
+        timings[DEVICE_B2B] = DEVICE_B2B
+    prof = None
     if joined and RUN_HOST in timings:
         from sim.hardware import load_profile
         prof = load_profile(joined[0][1].get("gpu") or "h200-sxm")
     for label, col in timings.items():
-        if joined and col not in joined[0][1] and col not in (RUN_HOST, ROW_HOST):
+        if joined and col not in joined[0][1] and col not in (RUN_HOST, ROW_HOST, HOST_FORMULA, DEVICE_B2B):
             continue
         meas, model, err = [], [], []
         for r, p in joined:
             flops = 2.0 * int(r["m"]) * int(r["n"]) * int(r["k"]) * int(r.get("batch") or 1)
-            ms = (at_run_host(p, probe, prof) if col == RUN_HOST else
-                  at_run_host(p, row_host_probe(r), prof) if col == ROW_HOST else float(p[col]))
-            t = flops / (ms * 1e-3) / 1e12
-            meas.append(float(r["ours_tflops"]))
-            model.append(t)
-            err.append(t / float(r["ours_tflops"]) - 1)
+            ms, measured = _predicted_ms(col, p, r, probe, prof), _measured_ms(col, r, flops)
+            meas.append(flops / measured)
+            model.append(flops / ms)
+            err.append(measured / ms - 1)     # the predicted speed over the measured
         if err:
             a = sorted(abs(e) for e in err)
             out["timings"][label] = {"median_abs": a[len(a) // 2], "p90_abs": a[min(len(a) - 1, int(0.9 * len(a)))],

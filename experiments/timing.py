@@ -32,7 +32,8 @@ def tflops(m, n, k, ms) -> float:
     return 2.0 * m * n * k / (ms * 1e-3) / 1e12
 
 
-def time_blocks(fns: dict, input_sets, blocks=10, per_block=3, warmup=5, host_us: dict | None = None) -> dict:
+def time_blocks(fns: dict, input_sets, blocks=10, per_block=3, warmup=5, host_us: dict | None = None,
+                trace: dict | None = None) -> dict:
     """Median milliseconds of each fn(*inputs), timed alone: after `warmup` runs of each,
     `blocks` rounds in which each fn runs `per_block` times in a row (its own block, each
     run between two CUDA events), the fns' blocks alternating round by round, so that each
@@ -44,7 +45,12 @@ def time_blocks(fns: dict, input_sets, blocks=10, per_block=3, warmup=5, host_us
     Inputs cycle through input_sets run by run. A fn's time includes its own launch cost
     when the GPU outruns the host (small problems), as a user's timing would. `host_us`, when
     given, receives each fn's median host time from one run of a block to the next (the pace
-    its runs reached the GPU at, which sim.call.event_ms weighs against the kernel's time)."""
+    its runs reached the GPU at, which sim.call.event_ms weighs against the kernel's time).
+    `trace`, when given, receives each fn's runs in the order they ran, each a dict of host and
+    GPU times in microseconds since an anchor event recorded on the idle GPU before the first
+    block: `host_start` (before the start event's record), `host_called` (the call returned),
+    `host_end` (after the end event's record), `gpu_start` and `gpu_end` (the events): where a GPU time lies past its host time, the GPU did not
+    reach that event when the host recorded it (experiments.research.event_protocol --trace)."""
     import time
 
     import torch
@@ -54,6 +60,11 @@ def time_blocks(fns: dict, input_sets, blocks=10, per_block=3, warmup=5, host_us
     torch.cuda.synchronize()
     events = {name: [] for name in fns}
     paces = {name: [] for name in fns}
+    marks = {name: [] for name in fns} if trace is not None else None
+    if trace is not None:
+        anchor = torch.cuda.Event(enable_timing=True)
+        anchor_ns = time.perf_counter_ns()
+        anchor.record()
     names = list(fns)
     for r in range(blocks):
         # the order turns round by round: a clock that falls at one point of the load would
@@ -66,22 +77,46 @@ def time_blocks(fns: dict, input_sets, blocks=10, per_block=3, warmup=5, host_us
                 if last is not None:
                     paces[name].append(now - last)
                 last = now
-                events[name].append(_event_timed_run(fn, input_sets[i % len(input_sets)]))
+                events[name].append(_event_timed_run(fn, input_sets[i % len(input_sets)],
+                                                     None if marks is None else marks[name]))
     torch.cuda.synchronize()
+    if trace is not None:
+        trace.update({name: _traced_runs(anchor, anchor_ns, events[name], marks[name]) for name in fns})
     if host_us is not None:
         host_us.update({name: statistics.median(p) * 1e6 for name, p in paces.items() if p})
     return {name: statistics.median(s.elapsed_time(e) for s, e in ev) for name, ev in events.items()}
 
 
-def _event_timed_run(fn, args):
+def _event_timed_run(fn, args, marks: list | None = None):
     """One timed run of time_blocks: two CUDA events made and recorded around the call, no
-    synchronisation. Returns the events."""
+    synchronisation. Returns the events; `marks` (tracing) receives the host's clock (ns)
+    before the start event's record, after the call and after the end event's record."""
+    import time
+
     import torch
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    if marks is None:
+        start.record()
+        fn(*args)
+        end.record()
+        return start, end
+    t0 = time.perf_counter_ns()
     start.record()
     fn(*args)
+    t1 = time.perf_counter_ns()
     end.record()
+    marks.append((t0, t1, time.perf_counter_ns()))
     return start, end
+
+
+def _traced_runs(anchor, anchor_ns: int, events: list, marks: list) -> list[dict]:
+    """time_blocks' trace of one fn: its runs' host and GPU times in us since the anchor."""
+    out = []
+    for (start, end), (t0, t1, t2) in zip(events, marks):
+        out.append({"host_start": (t0 - anchor_ns) / 1e3, "host_called": (t1 - anchor_ns) / 1e3,
+                    "host_end": (t2 - anchor_ns) / 1e3, "gpu_start": anchor.elapsed_time(start) * 1e3,
+                    "gpu_end": anchor.elapsed_time(end) * 1e3})
+    return out
 
 
 def host_probe(fn, args, calls=1000, rivals: dict | None = None) -> dict:

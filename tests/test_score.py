@@ -51,3 +51,22 @@ def test_every_measured_row_is_scored_for_error(files):
     assert res["rows"] == 5 and not res["missing"]
     assert res["timings"]["one call"]["errors"][("sq4096", "v7:stream_k=true")] == pytest.approx(
         2.0 * 4096 ** 3 / 0.10e-3 / 1e12 / 760 - 1)
+
+
+def test_back_to_back_rows_split_the_error_into_device_and_host(tmp_path):
+    """A row measured back to back too (ours_b2b_us) is scored twice more: the model's calls back
+    to back against that time, and the host's formula given the measured time as the device's.
+    Here the device model is 20% slow (40 us predicted, 50 measured back to back); with the
+    measured 50 us, the formula max(d + tail, min(pace, max(floor, call + d))) gives
+    min(60, 10 + 50) = 60 us against the 52 us the events measured."""
+    host = "host_call_us,host_floor_us,host_pace_us"
+    measured = tmp_path / "measured.csv"
+    measured.write_text("# host_probe: call_us=10 floor_us=20 pace_us=60 (the test's)\n"
+                        f"name,m,n,k,batch,dtype,schedule,ours_tflops,ours_ms,ours_b2b_us,{host},correct\n"
+                        "dec,64,4096,8192,1,float16,v7,165.2,0.052,50.0,10,20,60,True\n")
+    predicted = _write(tmp_path / "predicted.csv",
+                       "name,m,n,k,batch,dtype,schedule,predicted_ms,predicted_device_ms,predicted_queued_ms,kernels,gpu",
+                       ["dec,64,4096,8192,1,float16,v7,0.05,0.040,0.040,1,h200-sxm"])
+    t = score(predicted, measured)["timings"]
+    assert t["back to back, measured so"]["errors"][("dec", "v7")] == pytest.approx(50 / 40 - 1)
+    assert t["one call, each row's host, measured device"]["errors"][("dec", "v7")] == pytest.approx(52 / 60 - 1)

@@ -47,3 +47,21 @@ def test_medians_order_and_the_host_pace(fake_torch):
     assert timed[:6] == ["a"] * 3 + ["b"] * 3 and timed[6:12] == ["b"] * 3 + ["a"] * 3
     assert set(paces) == {"a", "b"}
     assert 4000 <= paces["a"] < 20000 and paces["b"] < paces["a"]
+
+
+def test_trace_gives_each_run_its_host_and_gpu_times(fake_torch):
+    """The trace's GPU times are the events' since the anchor (here the stand-in's clock), its
+    host times increase run by run, and the call returns between the two records."""
+    def run(x):
+        fake_torch["ms"] += 0.05
+        time.sleep(0.001)
+
+    trace = {}
+    time_blocks({"a": run, "b": run}, [(0,)], blocks=2, per_block=3, warmup=1, trace=trace)
+    assert set(trace) == {"a", "b"} and len(trace["a"]) == len(trace["b"]) == 6
+    for r in trace["a"] + trace["b"]:
+        assert r["host_start"] < r["host_called"] <= r["host_end"]
+        assert r["host_called"] - r["host_start"] >= 1000             # the 1 ms call, in us
+        assert r["gpu_end"] - r["gpu_start"] == pytest.approx(50.0)   # 0.05 ms on the stand-in's clock
+    starts = [r["host_start"] for r in trace["a"]]
+    assert starts == sorted(starts)
