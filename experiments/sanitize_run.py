@@ -26,6 +26,7 @@ WARPGROUP_CASES = [("v6", (300, 264, 200), 1), ("v7", (384, 264, 520), 1), ("v7:
                    ("v7", (200, 136, 96), 2), ("v7:cluster_n=2", (136, 520, 200), 1),
                    ("v7:block_n=128,stages=4,split_k=4", (200, 264, 1000), 1),
                    ("v7:block_n=128,stages=6,cluster_m=2,split_k=2", (384, 264, 1000), 1),
+                   ("v7:block_n=64,stages=8,split_k=2", (200, 200, 1000), 1),
                    ("v7:block_m=64,block_n=128,consumer_warpgroups=1,producer_registers=0,"
                     "consumer_registers=0,stages=8,split_k=4", (64, 264, 2000), 2),
                    ("v7:block_n=16,stages=10,split_k=4,swap_ab=true,epilogue=direct,producer_registers=0,"

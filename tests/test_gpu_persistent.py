@@ -23,6 +23,8 @@ SCHEDULES = {
     "v7-128-splitk3": preset("v7", block_n=128, stages=4, split_k=3),
     # split-K stages no C tile: a 6-stage 128x128 ring, and a cluster sharing A
     "v7-128-s6-splitk2": preset("v7", block_n=128, stages=6, split_k=2),
+    # two consumer warpgroups of 64x64 (WGMMA n=64), an 8-stage ring, split-K 2
+    "v7-128x64-s8-splitk2": preset("v7", block_n=64, stages=8, split_k=2),
     "v7-256x128-cluster-splitk4": preset("v7", block_m=256, block_n=128, cluster_n=2, stages=4, split_k=4),
     "v7-128-cluster-splitk2": preset("v7", block_n=128, stages=6, cluster_m=2, split_k=2),
     "v7-64x128-splitk4": preset("v7", block_m=64, block_n=128, consumer_warpgroups=1, stages=6,
@@ -52,7 +54,9 @@ UNALIGNED = [(333, 517, 259), (4095, 4097, 4099)]
 MAJORS = [("row", "row"), ("row", "col"), ("col", "row"), ("col", "col")]
 # every majorness where an operand is multicast (its part boxes differ by majorness); the
 # seed's layout (B stored [N, K]) elsewhere
-ALL_MAJORS = ("v7-cluster-m", "v7-cluster-n", "v7-swap-ab", "v7-swap-ab-192", "v7-swap-ab-splitk4", "v7-swap-ab-stream-k")   # swap-AB: the operands trade roles
+# swap-AB: the operands trade roles; 128x64 split-K: a narrow N box in every majorness
+ALL_MAJORS = ("v7-cluster-m", "v7-cluster-n", "v7-128x64-s8-splitk2", "v7-swap-ab", "v7-swap-ab-192",
+              "v7-swap-ab-splitk4", "v7-swap-ab-stream-k")
 
 
 def _dtypes(name):
@@ -129,7 +133,8 @@ def test_exact_on_small_integers(name):
     assert torch.equal(c.double(), a.double() @ b.double())
 
 
-@pytest.mark.parametrize("name", ["v7", "v7-128-splitk3", "v7-64x128-splitk4", "v7-swap-ab-splitk4", "v7-stream-k",
+@pytest.mark.parametrize("name", ["v7", "v7-128-splitk3", "v7-64x128-splitk4", "v7-128x64-s8-splitk2",
+                                  "v7-swap-ab-splitk4", "v7-stream-k",
                                   "v7-stream-k-partial-wave", "v7-128-stream-k-direct"])
 def test_repeated_calls_are_bitwise_equal(name):
     """The same inputs give the same bits launch after launch: no race between the producer's

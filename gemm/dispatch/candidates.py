@@ -32,6 +32,8 @@ SPECS = (
     "v7:block_n=128,stages=4,split_k=2",
     "v7:block_n=128,stages=4,split_k=4",
     "v7:block_n=128,stages=6,split_k=2",                         # a deeper ring for K-heavy products
+    "v7:block_n=64,stages=8,split_k=2",                          # 128x64: 128 units of a 128-row down-
+                                                                 # projection, 8 stages in flight each
     f"v7:block_m=64,block_n=128,{ONE_WARPGROUP},stages=8",       # 64-row tiles
     f"v7:block_m=64,block_n=128,{ONE_WARPGROUP},stages=8,split_k=4",
     f"v7:block_m=64,block_n=256,{ONE_WARPGROUP},stages=4",
