@@ -16,7 +16,9 @@ float64 reference, every element; then, after the GPU has rested (--rest, 4 s: e
 clock starts as a rested GPU's, whatever row came before), ours, torch.matmul and cupy.matmul on the same
 inputs, each alone in blocks (experiments.timing.time_blocks: 5 warm-up runs, 10 rounds of
 3 CUDA-event-timed runs, the contenders' blocks alternating, their order turning each round), the median. ratio = ours over
-the faster of torch and cupy (cupy has no bf16: torch alone there). Before and after the
+the faster of torch and cupy (cupy has no bf16: torch alone there). Then each contender's
+calls back to back (ours_b2b_us, cublas_b2b_us; for the decode rows their bytes per second as
+a share of a copy's, b2b_hbm_share, beside the one-call hbm_share). Before and after the
 suite's rows, the host's floor, pace and call time under the same events
 (experiments.timing.host_probe) go into shapes.csv's header: experiments.score sets the
 model's predictions in this host. Needs the H200.
