@@ -49,8 +49,10 @@ def time_blocks(fns: dict, input_sets, blocks=10, per_block=3, warmup=5, host_us
     `trace`, when given, receives each fn's runs in the order they ran, each a dict of host and
     GPU times in microseconds since an anchor event recorded on the idle GPU before the first
     block: `host_start` (before the start event's record), `host_called` (the call returned),
-    `host_end` (after the end event's record), `gpu_start` and `gpu_end` (the events): where a GPU time lies past its host time, the GPU did not
-    reach that event when the host recorded it (experiments.research.event_protocol --trace)."""
+    `host_end` (after the end event's record), `gpu_start` and `gpu_end` (the events). The
+    anchor, the first record after a synchronisation, reaches the GPU later than the records
+    after it, so compare a run's GPU times with each other and its host times with each other
+    (experiments.research.event_protocol --trace)."""
     import time
 
     import torch
@@ -60,8 +62,9 @@ def time_blocks(fns: dict, input_sets, blocks=10, per_block=3, warmup=5, host_us
     torch.cuda.synchronize()
     events = {name: [] for name in fns}
     paces = {name: [] for name in fns}
-    marks = {name: [] for name in fns} if trace is not None else None
+    marks = None
     if trace is not None:
+        marks = {name: [] for name in fns}
         anchor = torch.cuda.Event(enable_timing=True)
         anchor_ns = time.perf_counter_ns()
         anchor.record()

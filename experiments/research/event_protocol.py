@@ -54,25 +54,15 @@ def _blocks_wall(fn, sets):
 
 
 def dump(path: Path) -> None:
-    import torch
-
     import gemm
     from experiments.bench import _operands
     from experiments.measure import provenance
-    from experiments.timing import back_to_back_us
-    from gemm.kernels import KernelConfig
-    from gemm.launch import launch_gemm, load_kernel
     from gemm.schedule import from_spec
     schedule = from_spec(SCHEDULE)
-    loaded = load_kernel(KernelConfig(schedule, "float16", "k", "k"))
-    stream = torch.cuda.current_stream().cuda_stream
     rows = []
     for k in KS:
         sets = [_operands(dict(m=M, n=N, k=k, batch=1, dtype="float16"), seed) for seed in range(3)]
-        c = torch.empty(M, N, dtype=torch.float16, device="cuda")
-        preps = [launch_gemm(loaded, a.data_ptr(), k, b.data_ptr(), k, c.data_ptr(), N, M, N, k, stream)
-                 for a, b in sets]
-        kernel_us = back_to_back_us(lambda i: preps[i % 3]())
+        kernel_us = _prepared(k, sets)
         api, wall = _blocks_wall(lambda x, y: gemm.matmul(x, y, schedule=schedule), sets)
         noop, noop_wall = _blocks_wall(lambda x, y: None, sets)
         rows.append(dict(k=k, kernel_us=kernel_us, api_event_us=api, api_wall_us=wall,
