@@ -42,7 +42,7 @@ SUITE = Path(__file__).with_name("shapes.json")
 RESULTS = results_dir()
 SHAPE_COLUMNS = ["suite", "name", "m", "n", "k", "batch", "dtype", "schedule", "ours_tflops", "torch_tflops",
                  "cupy_tflops", "ratio", "correct", "rel_err", "ours_ms", "torch_ms", "cupy_ms", "gb_per_s",
-                 "hbm_share", "host_call_us", "host_floor_us", "host_pace_us", "ours_run_us", "torch_run_us",
+                 "hbm_share", "host_call_us", "host_floor_us", "host_pace_us", "host_called_us", "ours_run_us", "torch_run_us",
                  "ours_b2b_us", "cublas_b2b_us", "b2b_gb_per_s", "b2b_hbm_share", "gpu", "date"]
 LADDER_COLUMNS = ["version", "schedule", "tflops", "torch_tflops", "cupy_tflops", "ratio", "correct", "rel_err",
                   "ms", "date"]
@@ -218,10 +218,11 @@ def cublas_contenders(dtype: str) -> dict:
 
 
 def row_host_probe(row: dict) -> dict | None:
-    """The host probe a shapes.csv row carries ({call_us, floor_us, pace_us}), or None."""
+    """The host probe a shapes.csv row carries ({call_us, floor_us, pace_us}, and called_us
+    where the run measured it), or None."""
     keys = ("call_us", "floor_us", "pace_us")
     if all(row.get(f"host_{k}") for k in keys):
-        return {k: float(row[f"host_{k}"]) for k in keys}
+        return {k: float(row[f"host_{k}"]) for k in keys + ("called_us",) if row.get(f"host_{k}")}
     return None
 
 

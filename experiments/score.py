@@ -89,14 +89,16 @@ HOST_FORMULA = "one call, each row's host, measured device"
 def at_run_host(pred: dict, probe: dict, prof=None, device_ms: float | None = None) -> float:
     """The predicted call (ms) as the events see it with the run's own host (its shapes.csv's
     host_probe: call, floor and pace, measured before the rows) in place of the profile's: the
-    model's device time (or `device_ms`) through the model's formula (sim.call.event_ms).
-    `prof`: the GPU profile (default: the prediction's)."""
+    model's device time (or `device_ms`) through the model's formula (sim.call.event_ms), the
+    kernel's start at the profile's kernel_start_share of the probe's called_us where the run
+    measured it. `prof`: the GPU profile (default: the prediction's)."""
     from sim.call import event_ms
     from sim.hardware import load_profile
     prof = prof or load_profile(pred.get("gpu") or "h200-sxm")
     device = float(pred["predicted_device_ms"]) if device_ms is None else device_ms
+    start = prof.kernel_start_share * probe["called_us"] if probe.get("called_us") else None
     return event_ms(device, probe["call_us"], probe["floor_us"], probe["pace_us"],
-                    prof.event_tail_us, int(pred["kernels"]) - 1, prof.host_launch_us)
+                    prof.event_tail_us, int(pred["kernels"]) - 1, prof.host_launch_us, start_us=start)
 
 
 def _predicted_ms(col: str, pred: dict, row: dict, probe, prof) -> float:

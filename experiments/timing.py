@@ -132,7 +132,10 @@ def host_probe(fn, args, calls=1000, rivals: dict | None = None) -> dict:
       pace_us   the host's time from one of the probe's runs to the next within a block: how
                 often a call reaches a GPU that is faster than the host;
       call_us   one call, calls back to back on the host's wall clock with one synchronisation
-                at the end: the host's work before the kernel starts.
+                at the end: the host's work before the kernel starts, in a tight loop;
+      called_us the host's time from the start event's record to the call's return in the
+                probe's runs (time_blocks' trace): the call as the row's loop runs it, within
+                which a kernel that finds the GPU idle starts (the profile's kernel_start_share).
     sim.call.event_ms turns them and a predicted device time into what the events measure.
     The probe runs in a row's loop rather than alone because a tight loop of one call runs
     faster on the host than a loop whose contenders take turns (a row's ours_run_us column)."""
@@ -140,7 +143,9 @@ def host_probe(fn, args, calls=1000, rivals: dict | None = None) -> dict:
 
     import torch
     paces: dict = {}
-    floor_ms = time_blocks({"probe": fn, **(rivals or {})}, [args], warmup=20, host_us=paces)["probe"]
+    trace: dict = {}
+    floor_ms = time_blocks({"probe": fn, **(rivals or {})}, [args], warmup=20, host_us=paces, trace=trace)["probe"]
+    called_us = statistics.median(r["host_called"] - r["host_start"] for r in trace["probe"])
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     for _ in range(calls):
@@ -148,7 +153,7 @@ def host_probe(fn, args, calls=1000, rivals: dict | None = None) -> dict:
     call_s = (time.perf_counter() - t0) / calls
     torch.cuda.synchronize()
     return {"call_us": round(call_s * 1e6, 2), "floor_us": round(floor_ms * 1e3, 2),
-            "pace_us": round(paces["probe"], 2)}
+            "pace_us": round(paces["probe"], 2), "called_us": round(called_us, 2)}
 
 
 def back_to_back_us(fn, calls=30, warmup=10) -> float:

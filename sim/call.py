@@ -93,7 +93,7 @@ def stream_k_fixup_s(s: Schedule, k_iters: int, run: int, prof: GpuProfile) -> f
 
 
 def event_ms(device_ms: float, call_us: float, floor_us: float, pace_us: float, tail_us: float,
-             extra_kernels: int = 0, launch_us: float = 0.0) -> float:
+             extra_kernels: int = 0, launch_us: float = 0.0, start_us: float | None = None) -> float:
     """What two CUDA events around one call measure (ms) in the protocol's loop of runs
     (experiments.timing.time_blocks) for a call whose kernels take `device_ms` back to back.
 
@@ -105,9 +105,13 @@ def event_ms(device_ms: float, call_us: float, floor_us: float, pace_us: float, 
     its own time and the end event's `tail_us`. So
         max(d + tail, min(pace, max(floor, call + d))).
     Each further kernel of the call (`extra_kernels`, e.g. operand copies) adds `launch_us` of
-    host work to the call, the floor and the pace."""
+    host work to the call, the floor and the pace.
+    `start_us`, where the host was measured so (the host probe's called_us x the profile's
+    kernel_start_share): when the kernel starts after the start event, its end event included,
+    in place of `call_us` (the tight loop's call, which understates a loop whose contenders take
+    turns)."""
     extra = extra_kernels * launch_us
-    call, floor, pace = call_us + extra, floor_us + extra, pace_us + extra
+    call, floor, pace = (call_us if start_us is None else start_us) + extra, floor_us + extra, pace_us + extra
     d = device_ms * 1e3
     return max(d + tail_us, min(pace, max(floor, call + d))) * 1e-3
 

@@ -328,15 +328,18 @@ def wgmma_clk(gpu: GpuProfile, n: int, smem_write_bytes: float = 0.0) -> float:
 
 
 def box_clk(gpu: GpuProfile, nbytes: float, requests: float, port_share: float, miss_rate: float,
-            l2_rate: float, miss_charge: float, hbm_rate: float) -> tuple[float, float]:
+            l2_rate: float, miss_charge: float, hbm_rate: float, oob_rows: float = 0.0) -> tuple[float, float]:
     """(port, HBM) clocks of one TMA box on one SM: its requests, then its bytes on the L2 -> SM
     port (a missed byte also costs `miss_charge` x its read time: the L2 fill competes with the
-    reads), and its missed bytes at the SM's HBM share; `port_share` of each (multicast)."""
+    reads), and its missed bytes at the SM's HBM share; `port_share` of each (multicast). The
+    box's `oob_rows` outside the matrix read nothing, but TMA writes their zeros through the
+    same path, each at the profile's tma_oob_row_ns (experiments.research.tma_oob_rows)."""
     port_bytes = port_share * nbytes * (1.0 + miss_charge * miss_rate)
     if gpu.l2_request_additive:
         port = port_bytes / l2_rate + port_share * requests * gpu.l2_request_clk
     else:
         port = max(port_bytes / l2_rate, port_share * requests * gpu.l2_request_clk)
+    port += port_share * oob_rows * gpu.ns_to_clk(gpu.tma_oob_row_ns)
     return port, port_share * nbytes * miss_rate / hbm_rate
 
 
@@ -390,18 +393,20 @@ class SmEngines:
 
     # ---- TMA ----
     def tma_load(self, nbytes: float, mbar: Mbarrier, trace: Trace | None, name: str,
-                 requests: float | None = None, port_share: float = 1.0) -> None:
+                 requests: float | None = None, port_share: float = 1.0, oob_rows: float = 0.0) -> None:
         """Start a bulk tensor copy (the issuing thread pays `tma_issue_clk` itself).
         `requests`: L2 requests the box makes (one per box row of <= 128 B).
         `port_share`: the part of the box this SM's port carries: 1/cluster for a box that
         the cluster's CTAs load in parts and multicast to one another (plus the profile's
         `multicast_receive_cost` for the parts the others load); its transaction bytes
-        still complete in full on this CTA's barrier."""
+        still complete in full on this CTA's barrier.
+        `oob_rows`: the box's rows outside the matrix (box_clk)."""
         if port_share < 1.0:
             port_share += (1.0 - port_share) * self.gpu.multicast_receive_cost
-        self.env.process(self._run_tma(nbytes, mbar, trace, name, requests or math.ceil(nbytes / 128), port_share))
+        self.env.process(self._run_tma(nbytes, mbar, trace, name, requests or math.ceil(nbytes / 128), port_share,
+                                       oob_rows))
 
-    def _run_tma(self, nbytes, mbar, trace, name, requests, port_share=1.0):
+    def _run_tma(self, nbytes, mbar, trace, name, requests, port_share=1.0, oob_rows=0.0):
         t0 = self.env.now
         held = min(nbytes, self.gpu.tma_inflight_bytes)
         yield self.inflight.get(held)
@@ -411,7 +416,7 @@ class SmEngines:
         # The port: the box's requests, then its bytes (a missed byte also costs
         # l2_miss_charge x its read time: the L2 fill competes with the reads)
         port_dt, hbm_dt = box_clk(self.gpu, nbytes, requests, port_share, self.miss_rate, self.l2_rate,
-                                  self.miss_charge, self.hbm_rate)
+                                  self.miss_charge, self.hbm_rate, oob_rows)
         hreq = self.hbm.request()
         preq = self.l2_path.request()
         yield hreq & preq

@@ -95,6 +95,9 @@ class GpuProfile:
                                "773-795 ns per K iteration per CTA, of which the transfer and the WGMMAs, "
                                "syncs and issue explain all but ~190 ns and the miss share. A lone 16 KB box "
                                f"measures 360 ns ({RESULTS}/tma_latency.csv)")
+    tma_oob_row_ns: float = _p(0.0, "assumed", "port time of one box row outside the matrix, which TMA fills "
+                               "with zeros (an edge tile's, or a tile taller than M): 0 takes them as free",
+                               "python -m experiments.research.tma_oob_rows")
     hbm_latency_ns: float = _p(800.0, "assumed", "the same round trip for a box with lines that miss L2 "
                                "(loaded)",
                                f"{RESULTS}/tma_latency.csv: a lone 16 KB box missing on every SM 652 ns "
@@ -221,6 +224,10 @@ class GpuProfile:
                              "sim/profiles/<gpu>.json")
     event_tail_us: float = _p(1.0, "measured", "what the events add to a kernel the host keeps ahead of",
                               "sim/profiles/<gpu>.json")
+    kernel_start_share: float = _p(0.55, "measured", "where a kernel that finds the GPU idle starts (its end "
+                                   "event's tail included) within the host's time from the start event's record "
+                                   "to the call's return, as a share of it (sim/call.py event_ms)",
+                                   "sim/profiles/<gpu>.json")
     load_clock: dict | None = _p(None, "measured", "{dtype: {early_ghz, settled_ghz, down_ms}}: the clock of the "
                                  "V6-V7 kernel (a producer warpgroup) from a rested GPU until the power limit "
                                  "pulls it down after down_ms of load, and after (sim/clock.py clock_under_load)",

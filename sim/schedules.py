@@ -91,6 +91,13 @@ def boxes(s: Schedule, work: CtaWork) -> tuple[int, int, float, float]:
             max(1, round(b_rows * s.block_k * work.k_fill * INPUT_BYTES)), a_rows * per_row, b_rows * per_row)
 
 
+def oob_rows(s: Schedule, work: CtaWork) -> tuple[float, float]:
+    """(A, B) rows of one K tile's boxes outside the matrix, the mean over the tiles: TMA fills
+    them with zeros, which costs the SM's port time though nothing is read (engines.box_clk)."""
+    return (0.0 if work.a_rows is None else s.block_m - work.a_rows,
+            0.0 if work.b_rows is None else s.block_n - work.b_rows)
+
+
 class Cta:
     """One CTA on one SM: its barriers, its warp-role processes, its timeline."""
 
@@ -108,6 +115,7 @@ class Cta:
         self.work, self.k_iters, self.tiles = work, work.k_iters, work.tiles
         self.trace, self.start = trace, start
         self.a_bytes, self.b_bytes, self.a_requests, self.b_requests = boxes(s, work)
+        self.a_oob, self.b_oob = oob_rows(s, work)
         self.iter_end: list[float] = []     # when consumer 0 finished each K iteration
         self.tile_end: list[float] = []     # when consumer 0 finished each tile's epilogue
         self.end: float | None = None
@@ -160,8 +168,10 @@ class Cta:
         yield from self._step(role, f"TMA issue k={it}", "tma_issue",
                               g.mbarrier_arrive_clk + 2 * g.tma_issue_clk)
         self.full[st].arrive(expect_tx=self.a_bytes + self.b_bytes)
-        self.eng.tma_load(self.a_bytes, self.full[st], self.trace, f"A k={it}", self.a_requests, self.a_share)
-        self.eng.tma_load(self.b_bytes, self.full[st], self.trace, f"B k={it}", self.b_requests, self.b_share)
+        self.eng.tma_load(self.a_bytes, self.full[st], self.trace, f"A k={it}", self.a_requests, self.a_share,
+                          self.a_oob)
+        self.eng.tma_load(self.b_bytes, self.full[st], self.trace, f"B k={it}", self.b_requests, self.b_share,
+                          self.b_oob)
 
     def _release(self, role, st):
         """Hand a stage back: arrive on its empty barrier; in a cluster the partners' consumers,

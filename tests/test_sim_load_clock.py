@@ -71,8 +71,23 @@ def test_a_runs_host_probe_is_read_and_applied(tmp_path, g):
     assert read_host_probe(no) is None
 
 
+def test_a_probe_with_the_loops_call_starts_the_kernel_within_it(g):
+    """Where the probe measured the host's call as the row's loop runs it (called_us), the kernel
+    starts at the profile's kernel_start_share of it, in place of the tight loop's call."""
+    from experiments.score import at_run_host
+    probe = {"call_us": 17.0, "floor_us": 34.0, "pace_us": 70.0}
+    pred = {"gpu": "h200-sxm", "kernels": "1", "predicted_device_ms": "0.028"}
+    assert at_run_host(pred, probe) == pytest.approx(0.045)                       # call + device
+    start = g.kernel_start_share * 40.0
+    assert at_run_host(pred, {**probe, "called_us": 40.0}) == pytest.approx((start + 28.0) * 1e-3)
+    assert 0.4 < g.kernel_start_share < 0.7          # within the call, as the trace measured it
+    # a kernel shorter than the floor less its start is still timed at the floor
+    assert at_run_host({**pred, "predicted_device_ms": "0.005"}, {**probe, "called_us": 40.0}) == pytest.approx(0.034)
+
+
 def test_a_rows_own_probe_is_read():
     from experiments.bench import row_host_probe
     row = {"host_call_us": "12.5", "host_floor_us": "25.0", "host_pace_us": "31.0"}
     assert row_host_probe(row) == {"call_us": 12.5, "floor_us": 25.0, "pace_us": 31.0}
     assert row_host_probe({**row, "host_pace_us": ""}) is None and row_host_probe({}) is None
+    assert row_host_probe({**row, "host_called_us": "40.0"})["called_us"] == 40.0

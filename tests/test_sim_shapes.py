@@ -108,6 +108,26 @@ def test_edge_tiles_read_only_their_rows_but_compute_in_full(g):
     assert decode.launch["edge_rows"][0] == 16   # a 16-row A box on a 128-row tile
 
 
+def test_rows_outside_the_matrix_cost_the_port_though_nothing_is_read(g):
+    """TMA's zero fill of a box's rows outside the matrix takes the SM's port time (the profile's
+    tma_oob_row_ns, from experiments.research.tma_oob_rows): a 128-row tile slows as M falls
+    below it, where with the rows free it would not; a 64-row tile, left with fewer rows out,
+    overtakes it; the HBM bytes are those of the rows inside either way."""
+    assert g.tma_oob_row_ns > 0
+    free = dataclasses.replace(g, tma_oob_row_ns=0.0)
+    tall = preset("v7", block_n=64, stages=8, split_k=2)
+    short = preset("v7", block_m=64, block_n=128, consumer_warpgroups=1, producer_registers=0,
+                   consumer_registers=0, stages=8, split_k=4)
+    for fn in (sim.predict, sim.fast_predict):
+        at = {m: fn(tall, m, 3840, 8192, gpu=g).ms for m in (1, 32, 64, 128)}
+        assert at[1] > at[32] > at[64] > at[128]
+        assert fn(tall, 1, 3840, 8192, gpu=free).ms < 0.8 * at[1]
+        assert fn(tall, 128, 3840, 8192, gpu=free).ms == pytest.approx(at[128])   # no row outside
+        assert fn(short, 32, 3840, 8192, gpu=g).ms < fn(tall, 32, 3840, 8192, gpu=g).ms
+    assert (sim.predict(tall, 1, 3840, 8192, gpu=g).bytes["hbm_read_bytes"]
+            == sim.predict(tall, 1, 3840, 8192, gpu=free).bytes["hbm_read_bytes"])
+
+
 # ---- every feature moves the prediction the way its mechanism says ----
 def test_multicast_lowers_the_l2_to_sm_bytes(g):
     """A cluster of two along M multicasts each B tile: each CTA loads half, so the B bytes over

@@ -159,6 +159,9 @@ def run_times(runs: list[dict], kernel_us: float) -> dict:
             "waited": len(waited), "runs": len(runs),
             "kernel_start_us": _median(r["gpu_end"] - kernel_us - r["gpu_start"] for r in waited),
             "kernel_after_call_us": _median(r["gpu_end"] - kernel_us - r["host_called"] for r in waited),
+            # where the kernel starts within the host's call (start record to return), as a share
+            "start_share": _median((r["gpu_end"] - kernel_us - r["gpu_start"]) / (r["host_called"] - r["host_start"])
+                                   for r in waited),
             "idle_before_us": _median(b["gpu_start"] - a["gpu_end"] for a, b in zip(runs, runs[1:]))}
 
 
@@ -171,12 +174,25 @@ def print_trace(record: dict) -> None:
               f"{t['start_lag_us']:10.1f} {t['waited']:4d}/{t['runs']:<2d} {t['kernel_start_us']:12.1f} "
               f"{t['kernel_after_call_us']:11.1f} {row['pace_us']['ours']:6.1f}")
     print("the same call alone, the host pausing before each run")
-    print("pause  kernel  event  floor  called  idle-before  waited  kernel-start  after-call")
+    print("pause  kernel  event  floor  called  idle-before  waited  kernel-start  after-call  start/called")
     for row in record["pauses"]:
         t = run_times(row["trace"], row["kernel_us"])
         print(f"{row['pause_us']:5d} {row['kernel_us']:7.1f} {t['event_us']:6.1f} {t['floor_us']:6.1f} "
               f"{t['called_us']:7.1f} {t['idle_before_us']:12.1f} {t['waited']:4d}/{t['runs']:<2d} "
-              f"{t['kernel_start_us']:12.1f} {t['kernel_after_call_us']:11.1f}")
+              f"{t['kernel_start_us']:12.1f} {t['kernel_after_call_us']:11.1f} {t['start_share']:13.3f}")
+    print(f"kernel start share (the profile's kernel_start_share): {kernel_start_share(record):.3f}, the median "
+          f"over the pauses of {IDLE_PAUSE_US} us or more (the GPU idle when the start event is recorded)")
+
+
+IDLE_PAUSE_US = 10
+
+
+def kernel_start_share(record: dict) -> float:
+    """Where a kernel that finds the GPU idle starts within the host's call, as a share of the
+    host's time from the start event's record to the call's return: the median over the paused
+    runs (pause >= IDLE_PAUSE_US) of each pause's median. sim.call.event_ms's start."""
+    return _median(run_times(row["trace"], row["kernel_us"])["start_share"] for row in record["pauses"]
+                   if row["pause_us"] >= IDLE_PAUSE_US)
 
 
 def main(argv=None) -> None:

@@ -1,0 +1,33 @@
+"""CPU test of experiments/research/tma_oob_rows.py's record, run 79 (docs/research/notes.md 115)."""
+import pytest
+
+from experiments.paths import logs_dir
+from experiments.research import tma_oob_rows
+from sim.hardware import load_profile
+
+DUMP = logs_dir() / "bench" / "run79-tma-oob-rows.npz"
+
+
+@pytest.fixture(scope="module")
+def summary():
+    return tma_oob_rows.summarize(DUMP)
+
+
+def test_every_point_was_right_and_timed(summary):
+    for r in summary["schedules"]:
+        assert r["max_rel_err"] < 1e-3
+        assert [p["m"] for p in r["points"]] == [m for m in tma_oob_rows.MS if m <= r["box_rows"]]
+
+
+def test_a_tall_tile_slows_as_m_falls_below_it(summary):
+    tall = next(r for r in summary["schedules"] if r["schedule"] == tma_oob_rows.CALIBRATE)
+    us = {p["m"]: p["us"] for p in tall["points"]}
+    assert us[1] > 1.5 * us[128] and us[64] > 1.3 * us[128]
+    # with the rows outside free the model is flat where the kernel is not; charged, it follows
+    for p in tall["points"]:
+        if p["m"] < 64:
+            assert p["free_us"] < 0.6 * p["us"] and abs(p["charged_us"] / p["us"] - 1) < 0.12
+
+
+def test_the_profile_carries_the_calibrated_figure(summary):
+    assert load_profile("h200-sxm").tma_oob_row_ns == pytest.approx(summary["tma_oob_row_ns"])
