@@ -328,19 +328,24 @@ def wgmma_clk(gpu: GpuProfile, n: int, smem_write_bytes: float = 0.0) -> float:
 
 
 def box_clk(gpu: GpuProfile, nbytes: float, requests: float, port_share: float, miss_rate: float,
-            l2_rate: float, miss_charge: float, hbm_rate: float, oob_rows: float = 0.0) -> tuple[float, float]:
+            l2_rate: float, miss_charge: float, hbm_rate: float) -> tuple[float, float]:
     """(port, HBM) clocks of one TMA box on one SM: its requests, then its bytes on the L2 -> SM
     port (a missed byte also costs `miss_charge` x its read time: the L2 fill competes with the
-    reads), and its missed bytes at the SM's HBM share; `port_share` of each (multicast). The
-    box's `oob_rows` outside the matrix read nothing, but TMA writes their zeros through the
-    same path, each at the profile's tma_oob_row_ns (experiments.research.tma_oob_rows)."""
+    reads), and its missed bytes at the SM's HBM share; `port_share` of each (multicast)."""
     port_bytes = port_share * nbytes * (1.0 + miss_charge * miss_rate)
     if gpu.l2_request_additive:
         port = port_bytes / l2_rate + port_share * requests * gpu.l2_request_clk
     else:
         port = max(port_bytes / l2_rate, port_share * requests * gpu.l2_request_clk)
-    port += port_share * oob_rows * gpu.ns_to_clk(gpu.tma_oob_row_ns)
     return port, port_share * nbytes * miss_rate / hbm_rate
+
+
+def zero_fill_clk(gpu: GpuProfile, oob_rows: float) -> float:
+    """Clocks the SM's TMA unit spends writing the zeros of a box's `oob_rows` rows outside the
+    matrix into shared memory: nothing is read for them, but the fill is slower than a read
+    (experiments.research.tma_oob_rows). It runs beside the other boxes' transfers, one box's
+    fill after another's, and a box is complete when both its bytes and its fill are in."""
+    return oob_rows * gpu.ns_to_clk(gpu.tma_oob_row_ns)
 
 
 class SmEngines:
@@ -357,6 +362,7 @@ class SmEngines:
         self.l2_path = simpy.Resource(env, capacity=1)
         self.hbm = simpy.Resource(env, capacity=1)
         self.stores = simpy.Resource(env, capacity=1)
+        self.zero_fill = simpy.Resource(env, capacity=1)
         self.inflight = simpy.Container(env, capacity=gpu.tma_inflight_bytes, init=gpu.tma_inflight_bytes)
         self.busy = {"tensor": 0.0, "tma": 0.0, "hbm": 0.0, "store": 0.0}
         self.latency_clk = gpu.ns_to_clk(gpu.tma_latency_ns + miss_rate * (gpu.hbm_latency_ns - gpu.tma_latency_ns))
@@ -400,7 +406,7 @@ class SmEngines:
         the cluster's CTAs load in parts and multicast to one another (plus the profile's
         `multicast_receive_cost` for the parts the others load); its transaction bytes
         still complete in full on this CTA's barrier.
-        `oob_rows`: the box's rows outside the matrix (box_clk)."""
+        `oob_rows`: the box's rows outside the matrix (zero_fill_clk)."""
         if port_share < 1.0:
             port_share += (1.0 - port_share) * self.gpu.multicast_receive_cost
         self.env.process(self._run_tma(nbytes, mbar, trace, name, requests or math.ceil(nbytes / 128), port_share,
@@ -410,13 +416,14 @@ class SmEngines:
         t0 = self.env.now
         held = min(nbytes, self.gpu.tma_inflight_bytes)
         yield self.inflight.get(held)
+        fill = self.env.process(self._run_zero_fill(zero_fill_clk(self.gpu, oob_rows))) if oob_rows > 0 else None
         yield self.env.timeout(self.latency_clk)
         # the L2 -> SM transfer and, for the lines that miss, the SM's share of HBM run
         # side by side (line by line); the copy is done when the slower one is.
         # The port: the box's requests, then its bytes (a missed byte also costs
         # l2_miss_charge x its read time: the L2 fill competes with the reads)
         port_dt, hbm_dt = box_clk(self.gpu, nbytes, requests, port_share, self.miss_rate, self.l2_rate,
-                                  self.miss_charge, self.hbm_rate, oob_rows)
+                                  self.miss_charge, self.hbm_rate)
         hreq = self.hbm.request()
         preq = self.l2_path.request()
         yield hreq & preq
@@ -427,10 +434,18 @@ class SmEngines:
         (self.l2_path if hbm_dt <= port_dt else self.hbm).release(preq if hbm_dt <= port_dt else hreq)
         self.busy["tma"] += port_dt
         self.busy["hbm"] += hbm_dt
+        if fill is not None:
+            yield fill
         yield self.inflight.put(held)
         if trace is not None:
             trace.span("TMA engine", name, "tma", t0, self.env.now)
         mbar.complete_tx(nbytes)
+
+    def _run_zero_fill(self, clk):
+        with self.zero_fill.request() as req:
+            yield req
+            yield self.env.timeout(clk)
+            self.busy["zero_fill"] = self.busy.get("zero_fill", 0.0) + clk
 
     # ---- stores to L2 ----
     def store(self, nbytes: float, bytes_per_clk: float, trace: Trace | None, name: str) -> simpy.Event:

@@ -15,7 +15,7 @@ K iteration of a CTA takes the longest of
                   flight; V1: 1): release, the producer's wait and issue, the latency and the
                   transfer, the consumer's wait; a cluster adds the partners' remote arrival;
   the SM's share  c CTAs' WGMMA groups on one set of tensor cores, their boxes on one port
-                  (and HBM share);
+                  (and HBM share), the zeros of their rows outside the matrix on one TMA unit;
 then the CTA's start, its first loads, its epilogue (a persistent CTA pays per tile only
 what the consumers do while the producer already loads the next tile) are added once.
 What it leaves out: queueing between the roles when two limits are close (the SimPy model
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from gemm.schedule import WGMMA_K, Schedule
 
-from .engines import Trace, box_clk, wgmma_clk
+from .engines import Trace, box_clk, wgmma_clk, zero_fill_clk
 from .hardware import GpuProfile, load_profile
 from .schedules import CtaWork, boxes, oob_rows
 
@@ -42,9 +42,10 @@ def steady_sm(s: Schedule, gpu: GpuProfile, ctas: int, k_iters: int, miss_rate: 
     l2_rate, charge = g.l2_share_bytes_per_clk(active_sms), g.l2_miss_charge(active_sms)
     hbm_rate = g.hbm_bytes_per_clk_per_sm(active_sms)
     lat = g.ns_to_clk(g.tma_latency_ns + miss_rate * (g.hbm_latency_ns - g.tma_latency_ns))
-    pa, ha = box_clk(g, a_bytes, a_req, 1.0 / s.cluster_n, miss_rate, l2_rate, charge, hbm_rate, a_oob)
-    pb, hb = box_clk(g, b_bytes, b_req, 1.0 / s.cluster_m, miss_rate, l2_rate, charge, hbm_rate, b_oob)
+    pa, ha = box_clk(g, a_bytes, a_req, 1.0 / s.cluster_n, miss_rate, l2_rate, charge, hbm_rate)
+    pb, hb = box_clk(g, b_bytes, b_req, 1.0 / s.cluster_m, miss_rate, l2_rate, charge, hbm_rate)
     mem = (max(pa, ha) + max(pb, hb)) if loads else 0.0       # a K tile's boxes, one after the other
+    fill = zero_fill_clk(g, a_oob + b_oob) if loads else 0.0  # their zeros, beside the transfers
     group = g.wgmma_fill_clk + (s.block_k // WGMMA_K) * s.m_tiles_per_warpgroup * wgmma_clk(g, s.wgmma_n)
     group = group if mmas else 0.0
     tail = g.wgmma_tail(s.wgmma_n) if mmas else 0.0
@@ -54,7 +55,7 @@ def steady_sm(s: Schedule, gpu: GpuProfile, ctas: int, k_iters: int, miss_rate: 
     index = (g.runtime_index_clk + (g.phase_local_clk if s.phase_storage == "local" else 0)
              if s.runtime_stage_index and s.stages > 1 else 0.0)
     try_wait, arrive, bar = g.mbarrier_wait_clk, g.mbarrier_arrive_clk, g.bar_sync_clk
-    load_trip = issue_load + lat + mem                       # from the issue to the data in shared memory
+    load_trip = issue_load + max(lat + mem, fill)            # from the issue to the data in shared memory
 
     if s.family == "serial":
         chain = index + load_trip + try_wait + bar * s.syncs_per_iter + issue_mma + group + tail + wait_mma
@@ -76,7 +77,7 @@ def steady_sm(s: Schedule, gpu: GpuProfile, ctas: int, k_iters: int, miss_rate: 
         depth_bound = (refill + issue_mma + cw * group + tail + wait_mma) / s.stages
         if keep:   # ... or, starved of data, once the group `keep` iterations later is issued
             depth_bound = max(depth_bound, (refill + issue_mma + wait_mma) / (s.stages - keep))
-    period = max(chain, depth_bound, c * cw * group, c * mem)
+    period = max(chain, depth_bound, c * cw * group, c * mem, c * fill)
 
     part = s.rows_per_warpgroup * s.block_n * work.out_bytes
     if s.stores_via_tma:

@@ -95,8 +95,9 @@ class GpuProfile:
                                "773-795 ns per K iteration per CTA, of which the transfer and the WGMMAs, "
                                "syncs and issue explain all but ~190 ns and the miss share. A lone 16 KB box "
                                f"measures 360 ns ({RESULTS}/tma_latency.csv)")
-    tma_oob_row_ns: float = _p(0.0, "assumed", "port time of one box row outside the matrix, which TMA fills "
-                               "with zeros (an edge tile's, or a tile taller than M): 0 takes them as free",
+    tma_oob_row_ns: float = _p(0.0, "assumed", "the SM's TMA unit's time to write the zeros of one box row "
+                               "outside the matrix (an edge tile's, or a tile taller than M) into shared "
+                               "memory, beside the other boxes' transfers: 0 takes them as free",
                                "python -m experiments.research.tma_oob_rows")
     hbm_latency_ns: float = _p(800.0, "assumed", "the same round trip for a box with lines that miss L2 "
                                "(loaded)",

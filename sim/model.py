@@ -271,13 +271,13 @@ def hardware_floors(s: Schedule, lg, traffic: dict, prof: GpuProfile, busy_sms: 
     l2_terms = (port_bytes / (prof.l2_sm_bytes_per_clk * busy_sms * hz),
                 requests * prof.l2_request_clk / busy_sms / hz)
     l2_time = sum(l2_terms) if prof.l2_request_additive else max(l2_terms)
-    # the boxes' rows outside the matrix: zeros written through the same ports (engines.box_clk)
-    oob = lg.units * lg.k_iters * ((s.block_m - lg.a_rows) / s.cluster_n + (s.block_n - lg.b_rows) / s.cluster_m)
-    l2_time += oob * prof.tma_oob_row_ns * 1e-9 / busy_sms
+    # the boxes' rows outside the matrix: zeros each SM's TMA unit writes (engines.zero_fill_clk)
+    oob_rows = lg.units * lg.k_iters * ((s.block_m - lg.a_rows) + (s.block_n - lg.b_rows))
     floors = {
         "tensor cores": flops_done / (prof.tensor_flops_per_clk * hz * busy_sms),
         "L2->SM bandwidth": l2_time,
         "HBM bandwidth": traffic["hbm_bytes"] / (prof.hbm_tbs * 1e12 * prof.hbm_efficiency),
+        "TMA zero fill": oob_rows * prof.tma_oob_row_ns * 1e-9 / busy_sms,
     }
     if not loads:  # only the first fill and C move: no memory floor binds
         l2_time = 0.0
