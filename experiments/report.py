@@ -157,13 +157,14 @@ def picks_summary(picks: list[dict]) -> str:
     if not scored:
         return ""
     worst = min((float(r["pick_over_best"]), r["name"]) for r in picks if r.get("pick_over_best"))
-    held = [float(r["held_out_pick_over_best"]) for r in picks if r.get("held_out_pick_over_best")]
+    held = [(float(r["held_out_pick_over_best"]), r["name"]) for r in picks if r.get("held_out_pick_over_best")]
     held_out = (f"; in a candidate sweep the table was not made from, the pick timed beside the others is "
-                f"within 3% of the best on {sum(x >= 0.97 for x in held)} of {len(held)}" if held else "")
+                f"within 3% of the best on {sum(x >= 0.97 for x, _ in held)} of {len(held)} (lowest "
+                f"{min(held)[0]:.2f}, {min(held)[1]})" if held else "")
     return (f"**The dispatcher's picks** (`python -m experiments.picks`, picks.csv): on "
             f"{sum(x >= 0.97 for x in scored)} of {len(scored)} suite shapes within 3% of the best candidate "
-            f"the sweeps measured there (ratios to cuBLAS from different runs){held_out}; "
-            f"lowest {worst[0]:.2f} ({worst[1]}).")
+            f"the sweeps measured there (ratios to cuBLAS from different runs; lowest {worst[0]:.2f}, "
+            f"{worst[1]}){held_out}.")
 
 
 def _preset(v: str) -> str:

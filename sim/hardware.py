@@ -229,7 +229,7 @@ class GpuProfile:
                                    "event's tail included) within the host's time from the start event's record "
                                    "to the call's return, as a share of it (sim/call.py event_ms)",
                                    "sim/profiles/<gpu>.json")
-    load_clock: dict | None = _p(None, "measured", "{dtype: {early_ghz, settled_ghz, down_ms}}: the clock of the "
+    load_clock: dict | None = _p(None, "measured", "{dtype: {early_ghz, settled_ghz, down_ms, down_ms_passes}}: the clock of the "
                                  "V6-V7 kernel (a producer warpgroup) from a rested GPU until the power limit "
                                  "pulls it down after down_ms of load, and after (sim/clock.py clock_under_load)",
                                  "sim/profiles/<gpu>.json")

@@ -9,8 +9,13 @@ early clock in the runs that start before that point and the settled clock after
 timed run starts some number of calls into the load (`calls_before_runs`), each call about the
 time the events measure for it; the protocol reports the median run, so the prediction is the
 early clock's when more than half the runs start before `down_ms`, else the settled clock's.
+The fall's time varies from one pass of the microbenchmark to the next (`down_ms_passes`, e.g.
+46 and 73 ms): where the median run starts inside that spread, the prediction is at the
+clock expected over it, the early clock weighted by the share of the spread that falls after
+the median run's start (taken as even between the passes), so that a row near the
+fall is predicted between its two outcomes rather than at one of them.
 
-The profile's `load_clock` holds {dtype: {early_ghz, settled_ghz, down_ms}}; other kernels
+The profile's `load_clock` holds {dtype: {early_ghz, settled_ghz, down_ms[, down_ms_passes]}}; other kernels
 (the one-producer-warp and ring families) and dtypes it has no entry for keep the profile's
 one clock. Each row is taken to start its load from a rested GPU (what the bench's
 correctness check before it gives, in part: a long row before a short one is not modelled).
@@ -48,12 +53,24 @@ def predict_under_load(predict_at_profile, schedule, m, n, k, prof, options: dic
     early = predict_at_profile(schedule, m, n, k, dataclasses.replace(prof, clock_ghz=entry["early_ghz"]),
                                **options)
     before = sum(1 for c in runs if c * early.timed_ms < entry["down_ms"])
-    if 2 * before > len(runs):
+    share = early_share(sorted(runs)[len(runs) // 2] * early.timed_ms, entry)
+    if share == 1.0 or (share is None and 2 * before > len(runs)):
         p = early
     else:
-        p = predict_at_profile(schedule, m, n, k, dataclasses.replace(prof, clock_ghz=entry["settled_ghz"]),
-                               **options)
+        ghz = entry["settled_ghz"] if share is None else share * entry["early_ghz"] + (1 - share) * entry["settled_ghz"]
+        p = predict_at_profile(schedule, m, n, k, dataclasses.replace(prof, clock_ghz=ghz), **options)
     p.notes.append(f"clock {p.clock_ghz:.3f} GHz: {before} of the timing's {len(runs)} runs start before the "
                    f"power limit's fall at {entry['down_ms']:.0f} ms of load ({early.timed_ms:.3f} ms a call at "
                    f"{entry['early_ghz']:.3f} GHz; sim/load_clock.py)")
     return p
+
+
+def early_share(median_start_ms: float, entry: dict) -> float | None:
+    """The share of the fall's measured spread (entry's `down_ms_passes`) that comes after the
+    median run's start: 1 before the earliest pass's fall, 0 after the latest, even between;
+    None where the entry has one figure (the majority rule of predict_under_load decides)."""
+    passes = entry.get("down_ms_passes")
+    if not passes or min(passes) == max(passes):
+        return None
+    lo, hi = min(passes), max(passes)
+    return min(1.0, max(0.0, (hi - median_start_ms) / (hi - lo)))

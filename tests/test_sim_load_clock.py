@@ -37,6 +37,24 @@ def test_short_rows_run_at_the_early_clock_long_rows_at_the_settled(g):
     assert any("power limit" in n for n in long.notes)
 
 
+def test_a_row_near_the_fall_is_predicted_between_its_two_outcomes(g):
+    """The fall's time differs between the microbenchmark's passes: a row whose median run starts
+    inside that spread gets the clock expected over it, between the early and the settled one,
+    the later its median run starts the nearer the settled."""
+    from sim.load_clock import early_share
+    entry = g.load_clock["float16"]
+    lo, hi = sorted(entry["down_ms_passes"])
+    assert lo < entry["down_ms"] < hi
+    assert early_share(lo - 1, entry) == 1.0 and early_share(hi + 1, entry) == 0.0
+    assert early_share((lo + hi) / 2, entry) == pytest.approx(0.5)
+    assert early_share(50.0, {k: v for k, v in entry.items() if k != "down_ms_passes"}) is None
+    clocks = [sim.fast_predict(preset("v7"), 4096, n, 4096, gpu=g, clock="load").clock_ghz
+              for n in (12288, 16384, 22016, 28672)]      # calls of ~0.55-1.3 ms
+    assert clocks == sorted(clocks, reverse=True)
+    assert clocks[0] == entry["early_ghz"] and clocks[-1] == entry["settled_ghz"]
+    assert entry["settled_ghz"] < clocks[2] < entry["early_ghz"]
+
+
 def test_bf16_has_its_own_clocks(g):
     p = sim.fast_predict(preset("v7"), 4096, 4096, 4096, gpu=g, dtype="bfloat16", clock="load")
     assert p.clock_ghz == g.load_clock["bfloat16"]["early_ghz"] != g.load_clock["float16"]["early_ghz"]
