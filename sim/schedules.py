@@ -93,7 +93,8 @@ def boxes(s: Schedule, work: CtaWork) -> tuple[int, int, float, float]:
 
 def oob_rows(s: Schedule, work: CtaWork) -> tuple[float, float]:
     """(A, B) rows of one K tile's boxes outside the matrix, the mean over the tiles: TMA fills
-    them with zeros, which costs the SM's port time though nothing is read (engines.box_clk)."""
+    them with zeros, which takes the SM's TMA unit time though nothing is read
+    (engines.zero_fill_clk)."""
     return (0.0 if work.a_rows is None else s.block_m - work.a_rows,
             0.0 if work.b_rows is None else s.block_n - work.b_rows)
 
