@@ -327,17 +327,29 @@ def wgmma_clk(gpu: GpuProfile, n: int, smem_write_bytes: float = 0.0) -> float:
     return max(math_clk, smem / gpu.smem_bytes_per_clk)
 
 
+def multicast_port_share(gpu: GpuProfile, cluster: int) -> float:
+    """The part of a box one SM's L2 -> SM port carries when the `cluster` CTAs that share it
+    each load 1/cluster and multicast it: its own part, plus the profile's
+    `multicast_receive_cost` of the parts the partners load (each SM's shared memory still
+    takes in the whole box)."""
+    own = 1.0 / cluster
+    return own + (1.0 - own) * gpu.multicast_receive_cost
+
+
 def box_clk(gpu: GpuProfile, nbytes: float, requests: float, port_share: float, miss_rate: float,
-            l2_rate: float, miss_charge: float, hbm_rate: float) -> tuple[float, float]:
+            l2_rate: float, miss_charge: float, hbm_rate: float, hbm_share: float | None = None) -> tuple[float, float]:
     """(port, HBM) clocks of one TMA box on one SM: its requests, then its bytes on the L2 -> SM
     port (a missed byte also costs `miss_charge` x its read time: the L2 fill competes with the
-    reads), and its missed bytes at the SM's HBM share; `port_share` of each (multicast)."""
+    reads), and its missed bytes at the SM's HBM share; `port_share` of the port's part and
+    `hbm_share` (default the same) of the HBM's: a multicast box is read from L2 once per
+    cluster, but each SM may pay more than its part on its port (multicast_port_share)."""
+    hbm_share = port_share if hbm_share is None else hbm_share
     port_bytes = port_share * nbytes * (1.0 + miss_charge * miss_rate)
     if gpu.l2_request_additive:
         port = port_bytes / l2_rate + port_share * requests * gpu.l2_request_clk
     else:
         port = max(port_bytes / l2_rate, port_share * requests * gpu.l2_request_clk)
-    return port, port_share * nbytes * miss_rate / hbm_rate
+    return port, hbm_share * nbytes * miss_rate / hbm_rate
 
 
 def zero_fill_clk(gpu: GpuProfile, oob_rows: float) -> float:
@@ -402,13 +414,11 @@ class SmEngines:
                  requests: float | None = None, port_share: float = 1.0, oob_rows: float = 0.0) -> None:
         """Start a bulk tensor copy (the issuing thread pays `tma_issue_clk` itself).
         `requests`: L2 requests the box makes (one per box row of <= 128 B).
-        `port_share`: the part of the box this SM's port carries: 1/cluster for a box that
-        the cluster's CTAs load in parts and multicast to one another (plus the profile's
-        `multicast_receive_cost` for the parts the others load); its transaction bytes
-        still complete in full on this CTA's barrier.
+        `port_share`: the part of the box this CTA loads: 1/cluster for a box that the
+        cluster's CTAs load in parts and multicast to one another (its port carries
+        multicast_port_share of it); its transaction bytes still complete in full on this
+        CTA's barrier.
         `oob_rows`: the box's rows outside the matrix (zero_fill_clk)."""
-        if port_share < 1.0:
-            port_share += (1.0 - port_share) * self.gpu.multicast_receive_cost
         self.env.process(self._run_tma(nbytes, mbar, trace, name, requests or math.ceil(nbytes / 128), port_share,
                                        oob_rows))
 
@@ -422,8 +432,9 @@ class SmEngines:
         # side by side (line by line); the copy is done when the slower one is.
         # The port: the box's requests, then its bytes (a missed byte also costs
         # l2_miss_charge x its read time: the L2 fill competes with the reads)
-        port_dt, hbm_dt = box_clk(self.gpu, nbytes, requests, port_share, self.miss_rate, self.l2_rate,
-                                  self.miss_charge, self.hbm_rate)
+        cluster = round(1.0 / port_share)
+        port_dt, hbm_dt = box_clk(self.gpu, nbytes, requests, multicast_port_share(self.gpu, cluster), self.miss_rate,
+                                  self.l2_rate, self.miss_charge, self.hbm_rate, hbm_share=port_share)
         hreq = self.hbm.request()
         preq = self.l2_path.request()
         yield hreq & preq

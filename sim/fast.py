@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from gemm.schedule import WGMMA_K, Schedule
 
-from .engines import Trace, box_clk, wgmma_clk, zero_fill_clk
+from .engines import Trace, box_clk, multicast_port_share, wgmma_clk, zero_fill_clk
 from .hardware import GpuProfile, load_profile
 from .schedules import CtaWork, boxes, oob_rows
 
@@ -42,8 +42,10 @@ def steady_sm(s: Schedule, gpu: GpuProfile, ctas: int, k_iters: int, miss_rate: 
     l2_rate, charge = g.l2_share_bytes_per_clk(active_sms), g.l2_miss_charge(active_sms)
     hbm_rate = g.hbm_bytes_per_clk_per_sm(active_sms)
     lat = g.ns_to_clk(g.tma_latency_ns + miss_rate * (g.hbm_latency_ns - g.tma_latency_ns))
-    pa, ha = box_clk(g, a_bytes, a_req, 1.0 / s.cluster_n, miss_rate, l2_rate, charge, hbm_rate)
-    pb, hb = box_clk(g, b_bytes, b_req, 1.0 / s.cluster_m, miss_rate, l2_rate, charge, hbm_rate)
+    pa, ha = box_clk(g, a_bytes, a_req, multicast_port_share(g, s.cluster_n), miss_rate, l2_rate, charge, hbm_rate,
+                     hbm_share=1.0 / s.cluster_n)
+    pb, hb = box_clk(g, b_bytes, b_req, multicast_port_share(g, s.cluster_m), miss_rate, l2_rate, charge, hbm_rate,
+                     hbm_share=1.0 / s.cluster_m)
     mem = (max(pa, ha) + max(pb, hb)) if loads else 0.0       # a K tile's boxes, one after the other
     fill = zero_fill_clk(g, a_oob + b_oob) if loads else 0.0  # their zeros, beside the transfers
     group = g.wgmma_fill_clk + (s.block_k // WGMMA_K) * s.m_tiles_per_warpgroup * wgmma_clk(g, s.wgmma_n)

@@ -193,11 +193,11 @@ class GpuProfile:
                                  "consumers releasing a stage that is multicast into)",
                                  "the order of an SM-to-SM (DSMEM) round trip in published Hopper "
                                  "microbenchmarks")
-    multicast_receive_cost: float = _p(0.0, "assumed", "port cost on one SM of the part of a multicast box "
+    multicast_receive_cost: float = _p(1.0, "measured", "port cost on one SM of the part of a multicast box "
                                        "another CTA of the cluster loads, as a share of its own",
-                                       "the port's limit is on the L2 side (it is in ns, independent of the "
-                                       "SM clock), so a multicast box costs the cluster's ports once; the "
-                                       "receiving shared memories (128 B/clk each) are not the limit")
+                                       "python -m experiments.research.multicast_port (run 87): a 128x128 "
+                                       "kernel that is port-bound alone runs no faster with cluster_m=2, so "
+                                       "each SM's port takes in the whole box (sim/profiles/h200-sxm.json)")
 
     # ---- the clock a kernel earns (sim/clock.py) ----
     clock_form_coef: tuple | None = _p(None, "measured", "(c_t, c_l, c_d) of the clock form c_t SMs u (f/1.8)^g "

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from gemm.schedule import INPUT_BYTES, Schedule, ScheduleError
 
 from . import call, reuse as reuse_layer
-from .engines import launch_grid, memory_traffic, residency, waves
+from .engines import launch_grid, memory_traffic, multicast_port_share, residency, waves
 from .hardware import GpuProfile, load_profile
 from .schedules import CtaWork, simulate_sm
 
@@ -265,9 +265,13 @@ def hardware_floors(s: Schedule, lg, traffic: dict, prof: GpuProfile, busy_sms: 
     requests) and HBM need. A load-free loop has no memory floor, a WGMMA-free one no tensor floor."""
     hz = prof.clock_ghz * 1e9
     flops_done = 2.0 * lg.units * s.block_m * s.block_n * lg.k_iters * s.block_k
-    requests = lg.units * lg.k_iters * (lg.a_rows / s.cluster_n + lg.b_rows / s.cluster_m) \
+    share_a, share_b = multicast_port_share(prof, s.cluster_n), multicast_port_share(prof, s.cluster_m)
+    requests = lg.units * lg.k_iters * (lg.a_rows * share_a + lg.b_rows * share_b) \
         * math.ceil(s.block_k * INPUT_BYTES / 128)
-    port_bytes = traffic["l2_to_sm_bytes"] + prof.l2_miss_charge(busy_sms) * traffic["hbm_read_bytes"]
+    # the ports carry each CTA's own part of a multicast box and the receive cost of the partners'
+    partners = traffic["smem_fill_bytes"] - traffic["l2_to_sm_bytes"]
+    port_bytes = (traffic["l2_to_sm_bytes"] + prof.multicast_receive_cost * partners
+                  + prof.l2_miss_charge(busy_sms) * traffic["hbm_read_bytes"])
     l2_terms = (port_bytes / (prof.l2_sm_bytes_per_clk * busy_sms * hz),
                 requests * prof.l2_request_clk / busy_sms / hz)
     l2_time = sum(l2_terms) if prof.l2_request_additive else max(l2_terms)

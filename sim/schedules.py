@@ -10,7 +10,8 @@
                     loads the next tile's K stages while the consumers store this one. In a
                     cluster a stage is free only when every CTA of the cluster has released it
                     (the partners' arrivals come `cluster_arrive_clk` later), and the shared
-                    operand's box is multicast: each CTA's port carries its share.
+                    operand's box is multicast: each CTA loads its part, and each SM's port
+                    still takes in the whole box (engines.multicast_port_share).
   epilogue          "direct": registers -> global (st.global, each warpgroup at store_bytes_per_clk);
                     "tma": registers -> shared memory, a consumer barrier, one TMA store over the
                     SM's store path; a

@@ -195,3 +195,20 @@ def test_make_table_records_its_sweeps_relative_to_the_repository(tmp_path):
     inside = REPO / "experiments" / "results" / "h200-sxm" / "sweep.csv"
     assert make_table._in_repo(inside) == "experiments/results/h200-sxm/sweep.csv"
     assert make_table._in_repo(tmp_path / "sweep.csv") == str((tmp_path / "sweep.csv").resolve())
+
+
+def test_stream_k_only_where_the_panels_its_tiles_share_fit_in_l2():
+    """Stream-K's CTAs read a shared panel's K slices at staggered offsets, so the panels the
+    shared tiles read must fit in L2 together; a panel with a single reader needs no room."""
+    from gemm.dispatch.candidates import L2_SHARED_REUSE_BYTES, stream_k_keeps_reuse
+    v7_sk = from_spec("v7:stream_k=true")
+    assert not any(s.stream_k for s in candidates(1024, 1024, 16384))    # 64 MB shared by 4 and 8 tiles
+    assert stream_k_keeps_reuse(v7_sk, 2048, 2048, 2048)                  # 16.8 MB
+    assert stream_k_keeps_reuse(v7_sk, 128, 4096, 11008)                  # one tile row: only A (2.8 MB) shared
+    assert not stream_k_keeps_reuse(v7_sk, 256, 4096, 11008)              # two tile rows share B's 90 MB
+    side = int((L2_SHARED_REUSE_BYTES // 4) ** 0.5) // 128 * 128          # square A and B of 2-byte elements
+    assert stream_k_keeps_reuse(v7_sk, side, side, side) and not stream_k_keeps_reuse(v7_sk, side, side, 2 * side)
+
+
+def test_no_ring_kernel_is_a_candidate():
+    assert all(s.family == "specialized" for s in all_candidates())

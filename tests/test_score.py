@@ -18,8 +18,9 @@ def _write(path: Path, header: str, rows: list[str]) -> Path:
 def files(tmp_path):
     """One shape, four candidates. By TFLOPS, v7:cluster_m=2 is fastest; by the ratio to the
     cuBLAS timed beside each (what make_table chooses by) v7 is. The model ranks
-    v7:cluster_m=2, v2:block_n=192, v7, then v7:block_n=192,stages=4,cluster_m=2; stream-K
-    (the model's favourite) is no candidate at 4096^3, where its tiles fill waves."""
+    v7:cluster_m=2, v2:block_n=192, v7, then v7:block_n=192,stages=4,cluster_m=2; neither
+    v2 (no ring kernel is a candidate) nor stream-K (the model's favourite, no candidate at
+    4096^3, where its tiles fill waves) counts among the choices."""
     shape = "sq4096,4096,4096,4096,1,float16"
     measured = _write(tmp_path / "measured.csv", MEASURED_HEADER, [
         f'{shape},v7,740,1.000,True',

@@ -4,13 +4,16 @@ Named by their spec strings (gemm.schedule.from_spec), which is how tables, the 
 cache and result files store them. Large tiles and clusters for large products, and stream-K
 where their tiles leave the last wave part empty; 128x128 tiles and split-K for grids that
 large tiles leave mostly empty; 64-row tiles (one consumer
-warpgroup) for decode-like products with few rows.
+warpgroup) for decode-like products with few rows. The ring kernels are not offered: V2's
+128x192 ring, the last of them that was, trailed the fastest warp-specialized kernel by 5-20%
+on every shape whose time the GPU decides, in each of the candidate sweeps 10-16 (it came
+within 3% only on host-paced shapes, where the order flips from run to run).
 """
 from __future__ import annotations
 
 from functools import lru_cache
 
-from ..limits import SM_COUNT_H100_H200
+from ..limits import INPUT_BYTES, SM_COUNT_H100_H200
 from ..schedule import Schedule, from_spec
 
 ONE_WARPGROUP = "consumer_warpgroups=1,producer_registers=0,consumer_registers=0"
@@ -18,6 +21,11 @@ ONE_WARPGROUP = "consumer_warpgroups=1,producer_registers=0,consumer_registers=0
 # columns fill 128-row tiles; C leaves transposed from registers. A narrow B' tile leaves room
 # for a deep ring, which a memory-bound product needs to keep bytes in flight.
 SWAP_AB = "swap_ab=true,epilogue=direct,producer_registers=0,consumer_registers=0"
+
+# The L2 bytes that stay for lines several SMs read, on the smaller of the two parts: the H200's
+# 34.6 MiB measured by experiments/l2_capacity.py (run 24), scaled to the H100 SXM's 50 MB L2
+# (sim/profiles/h100-sxm.json: l2_lru_bytes).
+L2_SHARED_REUSE_BYTES = 30_233_941
 
 SPECS = (
     "v7",                                                        # 128x256, persistent
@@ -37,7 +45,6 @@ SPECS = (
     f"v7:block_m=64,block_n=128,{ONE_WARPGROUP},stages=8",       # 64-row tiles
     f"v7:block_m=64,block_n=128,{ONE_WARPGROUP},stages=8,split_k=4",
     f"v7:block_m=64,block_n=256,{ONE_WARPGROUP},stages=4",
-    "v2:block_n=192",                                            # the ring, 128x192
     f"v7:block_n=16,stages=10,{SWAP_AB}",                        # swap-AB: M <= 16
     f"v7:block_n=16,stages=10,split_k=4,{SWAP_AB}",
     f"v7:block_m=192,consumer_warpgroups=1,block_n=16,stages=8,{SWAP_AB}",   # cuBLAS's decode cut: 192 rows
@@ -69,19 +76,35 @@ def all_candidates() -> tuple[Schedule, ...]:
     return tuple(from_spec(spec) for spec in SPECS)
 
 
+def stream_k_keeps_reuse(s: Schedule, m: int, n: int, k: int, batch: int = 1) -> bool:
+    """Whether stream-K's shared tiles keep the L2 reuse whole tiles have. Each CTA starts its
+    run at a different K offset, so the tiles that share a panel (an A panel with two or more
+    tiles along N, a B panel with two or more along M) read its K slices at different times;
+    a slice stays in L2 for its later readers only if the L2 holds every shared panel at once.
+    Where it does not, the shared tiles' reads turn into HBM traffic (k16k-1024: the replay of
+    the kernel's order through an LRU of the measured capacity misses 244 MB where whole tiles
+    read 67; the measured stream-K ran 20-26% behind split-K there; docs/research/notes.md
+    item 117)."""
+    tm, tn = -(-m // s.block_m), -(-n // s.block_n)
+    shared = (m * k if tn > 1 else 0) + (n * k if tm > 1 else 0)
+    return shared * INPUT_BYTES * batch <= L2_SHARED_REUSE_BYTES
+
+
 def candidates(m: int, n: int, k: int, batch: int = 1, dtype: str = "float16",
                sm_count: int = SM_COUNT_H100_H200) -> list[Schedule]:
     """The candidates worth considering for one shape: split-K only where K holds at least
     4 K tiles per slice (less would spend more on the partials than it wins); stream-K only
     where its tiles are fewer than the SMs (with a full wave or more, sharing tiles by K
-    iteration measured 3-27% slower than whole tiles: docs/research/notes.md items 84, 87);
+    iteration measured 3-27% slower than whole tiles: docs/research/notes.md items 84, 87)
+    and the panels its tiles share fit in L2 (stream_k_keeps_reuse);
     for a batch, only the kernels that run batches (the producer-warpgroup ones, not
     swap-AB); swap-AB only where one tile of its narrow N holds all of M."""
     out = []
     for s in all_candidates():
         if s.split_k > 1 and k < 4 * s.split_k * s.block_k:
             continue
-        if s.stream_k and -(-m // s.block_m) * -(-n // s.block_n) * batch >= sm_count:
+        if s.stream_k and (-(-m // s.block_m) * -(-n // s.block_n) * batch >= sm_count
+                           or not stream_k_keeps_reuse(s, m, n, k, batch)):
             continue
         if batch > 1 and (s.producer_warps != 4 or s.swap_ab):
             continue
