@@ -478,7 +478,7 @@ def _run(sched, call: _Call, dev, launch_gemm, tma_storable):
         rows, cols = mat.shape[-2:]
         if mat.kind != "numpy" and major is not None:
             # Lines (rows, or columns of a column-major matrix) of contiguous elements: copied
-            # into lines 16 bytes apart, keeping the majorness, on the call's stream
+            # into lines 128 bytes apart, keeping the majorness, on the call's stream
             # (gemm/padding.py: the driver's pitched copy is about half as fast).
             from .padding import LineCopy, launch_copy, pitch_for
             lines, width = (rows, cols) if major == "row" else (cols, rows)
@@ -489,10 +489,11 @@ def _run(sched, call: _Call, dev, launch_gemm, tma_storable):
                                       stream))
             copies.append(buf)
             return buf.data.ptr, major, pitch, (lines * pitch if lead else 0)
-        # Otherwise copy to row-major device matrices whose rows are 16-byte aligned.
+        # Otherwise copy to row-major device matrices whose rows are 128 bytes apart.
         nonlocal replayable
         replayable = False
-        padded = -(-cols // 8) * 8
+        from .padding import pitch_for
+        padded = pitch_for(cols)
         lead = mat.shape[:-2] if mat.batch > 1 else ()
         if mat.kind == "numpy":
             host = np.zeros(lead + (rows, padded), dtype=np.uint16)
@@ -537,7 +538,7 @@ def _run(sched, call: _Call, dev, launch_gemm, tma_storable):
     staged = None   # C's TMA-addressable stand-in, copied into C after the GEMM
     if sched.stores_via_tma and not tma_storable(c_addr, ldc):
         if _stageable(c_addr, ldc, m, n, batch) and not sched.swap_ab:
-            # TMA stores into rows 16 bytes apart, which a copy then packs into C: far faster
+            # TMA stores into rows 128 bytes apart, which a copy then packs into C: far faster
             # than the registers' 2-byte stores into rows of an odd length
             from .padding import pitch_for
             final_c, ldc = c_addr, pitch_for(n)

@@ -3,7 +3,10 @@
 TMA reads and writes a matrix only when its base address and the distance between its lines
 (the rows of a row-major matrix, the columns of a column-major one) are multiples of 16 bytes.
 An operand whose lines are not (K x 2 bytes with K not a multiple of 8, an offset view) is
-copied first into lines `pitch` elements apart, pitch a multiple of 8, keeping its majorness;
+copied first into lines `pitch` elements apart, keeping its majorness: pitch a multiple of 64
+(128 bytes), not merely of 8, since a line that starts inside a 128-byte cache line makes every
+128-byte row of a TMA box straddle two (odd4095's kernels ran 4-30% faster reading lines 128
+bytes apart than 16: docs/research/notes.md item 118);
 the GEMM's tensor map says the lines are `width` elements long, so what lies past them is never
 read. A result whose rows are not (N not a multiple of 8) is stored by TMA into such a padded
 buffer, and copied from it into C after the GEMM: both are this module's `copy_lines`.
@@ -161,8 +164,9 @@ class LineCopy:
 
 
 def pitch_for(width: int) -> int:
-    """The line pitch (elements) TMA can address: `width` rounded up to 16 bytes."""
-    return -(-width // 8) * 8
+    """The line pitch (elements) of a padded copy: `width` rounded up to 128 bytes (TMA needs 16;
+    128 keeps each line's start on a cache line, see the module docstring)."""
+    return -(-width // 64) * 64
 
 
 def check(copy: LineCopy) -> None:

@@ -189,7 +189,7 @@ def test_copy_kernel_compiles_to_plain_loads_and_pair_stores():
 
 def test_line_copy_grid_and_limits():
     from gemm.padding import PAIRS, THREADS, LineCopy, check, pitch_for
-    assert [pitch_for(w) for w in (1, 8, 9, 4099)] == [8, 8, 16, 4104]
+    assert [pitch_for(w) for w in (1, 8, 64, 65, 4099)] == [64, 64, 64, 128, 4160]
     copy = LineCopy(0, 4099, 0, 0, 4104, 4095, 4099)
     assert copy.grid(132) == (min(-(-4095 * 2052 // (THREADS * PAIRS)), 16 * 132), 1, 1)
     assert LineCopy(0, 3, 0, 0, 8, 2, 3, matrices=5).grid(132) == (1, 5, 1)

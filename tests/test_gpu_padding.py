@@ -34,14 +34,15 @@ def _expected(host, lines, width, ld, step, matrices, start, dst_ld):
 
 
 @pytest.mark.parametrize("lines, width, ld, matrices, step, offset, dst_ld", [
-    (4095, 4099, 4099, 1, 0, 0, 4104),          # odd4095's A: rows of 8198 bytes, padded
+    (4095, 4099, 4099, 1, 0, 0, 4160),          # odd4095's A: rows of 8198 bytes, padded to 128 bytes
+    (4095, 4099, 4099, 1, 0, 0, 4104),          # ... or to 16 (any pitch of 8 elements)
     (333, 259, 259, 1, 0, 1, 264),              # an offset view: the base 2-byte aligned only
     (7, 3, 5, 1, 0, 3, 8),                      # lines shorter than a pass, ld past the width
     (1, 1, 1, 1, 0, 0, 8),                      # one element
     (300, 2049, 2050, 3, 300 * 2050 + 17, 2, 2056),   # matrices 17 elements past one another
     (64, 40, 41, 2, -64 * 41, 0, 40),           # a batch laid out backwards (negative batch stride)
     (5, 1030, 1030, 4, 0, 0, 1032),             # a batch stride of 0: one matrix broadcast
-    (4095, 4097, 4104, 1, 0, 0, 4097),          # a padded result packed into rows of 4097
+    (4095, 4097, 4160, 1, 0, 0, 4097),          # a padded result packed into rows of 4097
     (3, 5, 8, 1, 0, 0, 5),                      # 15 elements: a pair across rows, a last single
     (6, 7, 8, 2, 48, 0, 7),                     # a batch of such results (42 elements each)
 ])
