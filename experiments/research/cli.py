@@ -21,3 +21,20 @@ def parse(ap: argparse.ArgumentParser, argv=None) -> argparse.Namespace:
         ap.error("give --dump or --summarize")
     args.record = args.summarize or args.dump
     return args
+
+
+def run(doc: str, dump, summarize, print_summary, csv_rows, argv=None) -> None:
+    """The usual main of a study: `--dump` measures (dump(path)), then the record (the dump's or
+    --summarize's) is summarized and printed; with `--csv`, csv_rows(summary, record) gives the
+    rows and the header's first line, and the record's provenance (gpu, driver, date) its second."""
+    from experiments.paths import write_csv
+    args = parse(dump_summarize_parser(doc, "measure and write the record here"), argv)
+    if args.dump:
+        dump(args.dump)
+    s = summarize(args.record)
+    print_summary(s)
+    if args.csv:
+        rows, what = csv_rows(s, args.record)
+        prov = s["provenance"]
+        write_csv(args.csv, rows, [what, f"gpu: {prov.get('gpu')}; driver: {prov.get('driver')}; "
+                                         f"date: {prov.get('date')}"])

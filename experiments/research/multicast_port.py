@@ -33,7 +33,6 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.paths import write_csv
 from experiments.research import cli
 
 # (plain, clustered, M, N, K): tiles in whole waves of 132 SMs, operands in L2
@@ -110,22 +109,18 @@ def print_summary(s: dict) -> None:
     print(f"multicast_receive_cost = {s['multicast_receive_cost']:.2f}")
 
 
+def csv_rows(s: dict, record) -> tuple[list[dict], str]:
+    rows = [{"plain": p["plain"], "clustered": p["clustered"], "m": p["shape"][0], "n": p["shape"][1],
+             "k": p["shape"][2], "plain_us": round(p["plain_us"], 2), "clustered_us": round(p["clustered_us"], 2),
+             "measured_ratio": round(p["measured_ratio"], 4),
+             **{f"model_ratio_cost_{r:g}": round(p["model_ratio"][r], 4) for r in (0.0, 0.5, 1.0)}}
+            for p in s["pairs"]]
+    return rows, (f"clustered over plain, the call back to back; medians of {REPEATS} rounds; "
+                  f"python -m experiments.research.multicast_port --summarize {record}")
+
+
 def main(argv=None) -> None:
-    args = cli.parse(cli.dump_summarize_parser(__doc__, "measure and write the record here"), argv)
-    if args.dump:
-        dump(args.dump)
-    s = summarize(args.record)
-    print_summary(s)
-    if args.csv:
-        rows = [{"plain": p["plain"], "clustered": p["clustered"], "m": p["shape"][0], "n": p["shape"][1],
-                 "k": p["shape"][2], "plain_us": round(p["plain_us"], 2), "clustered_us": round(p["clustered_us"], 2),
-                 "measured_ratio": round(p["measured_ratio"], 4),
-                 **{f"model_ratio_cost_{r:g}": round(p["model_ratio"][r], 4) for r in (0.0, 0.5, 1.0)}}
-                for p in s["pairs"]]
-        prov = s["provenance"]
-        write_csv(args.csv, rows, [f"clustered over plain, the call back to back; medians of {REPEATS} rounds; "
-                                   f"python -m experiments.research.multicast_port --summarize {args.record}",
-                                   f"gpu: {prov.get('gpu')}; driver: {prov.get('driver')}; date: {prov.get('date')}"])
+    cli.run(__doc__, dump, summarize, print_summary, csv_rows, argv)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,6 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.paths import write_csv
 from experiments.research import cli
 
 N, K = 3840, 8192
@@ -139,20 +138,16 @@ def print_summary(s: dict) -> None:
     print(f"tma_oob_row_ns = {s['tma_oob_row_ns']:.2f} (calibrated on {s['calibrated_on']}, M below its box)")
 
 
+def csv_rows(s: dict, record) -> tuple[list[dict], str]:
+    rows = [{"schedule": r["schedule"], "m": p["m"], "us": round(p["us"], 2),
+             "predicted_free_us": round(p["free_us"], 2), "predicted_charged_us": round(p["charged_us"], 2)}
+            for r in s["schedules"] for p in r["points"]]
+    return rows, (f"[M, {K}] x [{K}, {N}], the call back to back by M; medians of {REPEATS} rounds; "
+                  f"python -m experiments.research.tma_oob_rows --summarize {record}")
+
+
 def main(argv=None) -> None:
-    args = cli.parse(cli.dump_summarize_parser(__doc__, "measure and write the record here"), argv)
-    if args.dump:
-        dump(args.dump)
-    s = summarize(args.record)
-    print_summary(s)
-    if args.csv:
-        rows = [{"schedule": r["schedule"], "m": p["m"], "us": round(p["us"], 2),
-                 "predicted_free_us": round(p["free_us"], 2), "predicted_charged_us": round(p["charged_us"], 2)}
-                for r in s["schedules"] for p in r["points"]]
-        prov = s["provenance"]
-        write_csv(args.csv, rows, [f"[M, {K}] x [{K}, {N}], the call back to back by M; medians of {REPEATS} rounds; "
-                                   f"python -m experiments.research.tma_oob_rows --summarize {args.record}",
-                                   f"gpu: {prov.get('gpu')}; driver: {prov.get('driver')}; date: {prov.get('date')}"])
+    cli.run(__doc__, dump, summarize, print_summary, csv_rows, argv)
 
 
 if __name__ == "__main__":
