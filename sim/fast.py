@@ -99,14 +99,14 @@ def steady_sm(s: Schedule, gpu: GpuProfile, ctas: int, k_iters: int, miss_rate: 
 def fast_predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
                  gpu: str | GpuProfile = "h200-sxm", dtype: str = "float16", batch: int = 1,
                  host_us: float | None = None, registers: int | None = None, clock: str = "profile",
-                 load_calls: tuple | None = None):
-    """predict() with the steady-state SM (steady_sm) and the per-wave HBM bytes; `clock` and
-    `load_calls` as predict's ("earned": bisection on the clock, each step this fast path)."""
+                 load_calls: tuple | None = None, line_pitch: tuple[int, int] | None = None):
+    """predict() with the steady-state SM (steady_sm) and the per-wave HBM bytes; `clock`,
+    `load_calls` and `line_pitch` as predict's ("earned": bisection on the clock, each step this fast path)."""
     from .model import _predict
     prof = load_profile(gpu) if isinstance(gpu, str) else gpu
     options = dict(dtype=dtype, trace=False, sim_iters=48, notes=None, loads=True, mmas=True, ctas_per_sm=None,
                    hbm_read_bytes=None, hbm_read_source="", reuse="per-wave", batch=batch, host_us=host_us,
-                   registers=registers)
+                   registers=registers, line_pitch=line_pitch)
     if clock == "earned":
         from .clock import predict_at_earned_clock
         return predict_at_earned_clock(lambda *a, **o: _predict(*a, **o, sm_model=steady_sm), schedule, m, n, k,

@@ -83,7 +83,8 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
             hbm_read_bytes: float | None = None,
             hbm_read_source: str = "model-only what-if", clock: str = "profile",
             reuse: str = "convoy", batch: int = 1, host_us: float | None = None,
-            registers: int | None = None, load_calls: tuple | None = None) -> Prediction:
+            registers: int | None = None, load_calls: tuple | None = None,
+            line_pitch: tuple[int, int] | None = None) -> Prediction:
     """Predict one call. Raises ScheduleError for a schedule that cannot run.
 
     `batch`: independent products in one launch (grid = tiles x batch).
@@ -95,6 +96,10 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
     as the power limit falls under its load (sim/load_clock.py; `load_calls`: the calls before
     each timed run, default the bench's protocol with three contenders).
     `host_us`: the host time of one call (default: the profile's host_call_us).
+    `line_pitch`: (A's, B's) distance between lines in elements, as the kernel reads them
+    (default: contiguous operands, K each; gemm.matmul copies lines that are not 16-byte
+    multiples into 128-byte ones): a pitch off 128 bytes costs each box row the L2's
+    `l2_misaligned_row_clk` (hardware_floors).
     `registers`: the built kernel's registers per thread (ptxas, or the CUDA occupancy API's
     view of it) instead of the model's estimate (accumulators + reg_overhead, or setmaxnreg's
     launch count): residency follows the real kernel.
@@ -109,7 +114,7 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
         raise ScheduleError(f"reuse must be one of {reuse_layer.STRATEGIES}, got {reuse!r}")
     options = dict(dtype=dtype, trace=trace, sim_iters=sim_iters, notes=notes, loads=loads, mmas=mmas,
                    ctas_per_sm=ctas_per_sm, hbm_read_bytes=hbm_read_bytes, hbm_read_source=hbm_read_source,
-                   reuse=reuse, batch=batch, host_us=host_us, registers=registers)
+                   reuse=reuse, batch=batch, host_us=host_us, registers=registers, line_pitch=line_pitch)
     if clock == "earned":
         from .clock import predict_at_earned_clock
         return predict_at_earned_clock(_predict, schedule, m, n, k, gpu, options)
@@ -124,7 +129,8 @@ def _predict(s: Schedule, m: int, n: int, k: int, prof: GpuProfile, dtype: str =
              trace: bool = False, sim_iters: int = 48, notes: list | None = None, loads: bool = True,
              mmas: bool = True, ctas_per_sm: int | None = None, hbm_read_bytes: float | None = None,
              hbm_read_source: str = "model-only what-if", reuse: str = "convoy", batch: int = 1,
-             host_us: float | None = None, registers: int | None = None, sm_model=simulate_sm) -> Prediction:
+             host_us: float | None = None, registers: int | None = None, line_pitch: tuple[int, int] | None = None,
+             sm_model=simulate_sm) -> Prediction:
     """predict() at the profile's clock. `sm_model`: how one SM's CTAs are timed (the SimPy
     simulation, or sim.fast.steady_sm)."""
     if dtype not in DTYPES:
@@ -198,7 +204,8 @@ def _predict(s: Schedule, m: int, n: int, k: int, prof: GpuProfile, dtype: str =
 
     # 5. floors over the SMs the grid keeps busy
     flops = 2.0 * m * n * k * batch
-    flops_done, l2_time, floors = hardware_floors(s, lg, traffic, prof, busy_sms, loads, mmas)
+    flops_done, l2_time, floors = hardware_floors(s, lg, traffic, prof, busy_sms, loads, mmas,
+                                                  misaligned_lines(line_pitch or (k, k)))
     per_sm_peak = prof.tensor_flops_per_clk * hz
     kernel_s = max(sim_s, *floors.values()) + prof.launch_us * 1e-6
 
@@ -258,11 +265,23 @@ def _predict(s: Schedule, m: int, n: int, k: int, prof: GpuProfile, dtype: str =
     )
 
 
+def misaligned_lines(line_pitch: tuple[int, int]) -> tuple[bool, bool]:
+    """Whether A's and B's lines, `line_pitch` elements apart, as the kernel reads them, start
+    off 128-byte boundaries (a line whose pitch is not a 16-byte multiple is copied into one
+    that is a 128-byte multiple first: gemm.padding.pitch_for)."""
+    def off(pitch):
+        nbytes = pitch * INPUT_BYTES
+        return nbytes % 16 == 0 and nbytes % 128 != 0
+    return off(line_pitch[0]), off(line_pitch[1])
+
+
 def hardware_floors(s: Schedule, lg, traffic: dict, prof: GpuProfile, busy_sms: int, loads: bool = True,
-                    mmas: bool = True) -> tuple[float, float, dict]:
+                    mmas: bool = True, misaligned: tuple[bool, bool] = (False, False)) -> tuple[float, float, dict]:
     """(FLOPs the tensor cores execute, L2 -> SM port seconds, {floor: seconds}): the least time
     the busy SMs' tensor cores (edge tiles compute in full), their L2 -> SM ports (bytes and
-    requests) and HBM need. A load-free loop has no memory floor, a WGMMA-free one no tensor floor."""
+    requests) and HBM need. A load-free loop has no memory floor, a WGMMA-free one no tensor floor.
+    `misaligned` (A, B): operands whose lines start off 128-byte boundaries; each box row an SM
+    requests of them (its own part of a multicast box) takes the L2 `l2_misaligned_row_clk`."""
     hz = prof.clock_ghz * 1e9
     flops_done = 2.0 * lg.units * s.block_m * s.block_n * lg.k_iters * s.block_k
     share_a, share_b = multicast_port_share(prof, s.cluster_n), multicast_port_share(prof, s.cluster_m)
@@ -283,6 +302,11 @@ def hardware_floors(s: Schedule, lg, traffic: dict, prof: GpuProfile, busy_sms: 
         "HBM bandwidth": traffic["hbm_bytes"] / (prof.hbm_tbs * 1e12 * prof.hbm_efficiency),
         "TMA zero fill": oob_rows * prof.tma_oob_row_ns * 1e-9 / busy_sms,
     }
+    if any(misaligned) and prof.l2_misaligned_row_clk:
+        # the rows of a K tile's boxes that straddle two lines (A along M, B along N), per SM
+        rows = lg.units * lg.k_iters * (misaligned[0] * lg.a_rows / s.cluster_n
+                                        + misaligned[1] * lg.b_rows / s.cluster_m)
+        floors["L2 misaligned lines"] = rows * prof.l2_misaligned_row_clk / busy_sms / hz
     if not loads:  # only the first fill and C move: no memory floor binds
         l2_time = 0.0
         floors = {"tensor cores": floors["tensor cores"]}

@@ -377,3 +377,21 @@ def test_v4_at_one_cta_per_sm_is_what_the_h200_measures(g):
     one = sim.predict(preset("v4"), 8192, 8192, 8192, gpu=g, registers=104)
     assert two.ctas_per_sm == 2 and one.ctas_per_sm == 1 and one.limited_by == "registers"
     assert 330 < one.tflops < 420 < 560 < two.tflops
+
+
+def test_lines_off_128_bytes_cost_the_rows_each_sm_requests(g):
+    """Operands read from lines 16-byte but not 128-byte multiples apart (K = 2056 elements) slow a
+    large unclustered kernel; a cluster that multicasts B requests half of B's rows per SM and
+    slows less; a pitch that is not a 16-byte multiple is copied into a 128-byte one, so costs
+    nothing here; contiguous aligned K is the default."""
+    from sim.model import misaligned_lines
+    assert misaligned_lines((2056, 2048)) == (True, False) and misaligned_lines((4099, 4096)) == (False, False)
+    v7 = preset("v7")
+    def slowdown(s):
+        aligned = sim.fast_predict(s, 5632, 3072, 2048, gpu=g).ms
+        return sim.fast_predict(s, 5632, 3072, 2048, gpu=g, line_pitch=(2056, 2056)).ms / aligned
+    plain, clustered = slowdown(v7), slowdown(v7.replace(cluster_m=2))
+    assert plain > 1.2 and 1.0 <= clustered < plain
+    free = dataclasses.replace(g, l2_misaligned_row_clk=0.0)
+    assert sim.fast_predict(v7, 5632, 3072, 2048, gpu=free, line_pitch=(2056, 2056)).ms == pytest.approx(
+        sim.fast_predict(v7, 5632, 3072, 2048, gpu=free).ms)
