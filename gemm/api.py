@@ -176,7 +176,7 @@ def matmul(a, b, stages=None, *, version=None, schedule=None, out=None):
     if explicit is not None:
         sched = explicit
     else:
-        plan_ = _dispatch(*call.key)
+        plan_ = _dispatch(*call.key, call.lines_off)
         if plan_.source != "autotune" and _autotune_enabled():
             plan_ = autotune(a, b)
         sched = plan_.schedule
@@ -291,7 +291,7 @@ def plan(a, b, stages=None, *, version=None, schedule=None):
     call = _operands(a, b, None)
     if explicit is not None:
         return Plan(explicit, "explicit", "named by the caller")
-    return _dispatch(*call.key)
+    return _dispatch(*call.key, call.lines_off)
 
 
 def autotune(a, b, *, top=3, force=False):
@@ -313,7 +313,7 @@ def autotune(a, b, *, top=3, force=False):
         return autotune(cupy.asarray(a), cupy.asarray(b), top=top, force=force)
     dev = device()
     if not force:
-        current = _dispatch(*call.key)
+        current = _dispatch(*call.key, call.lines_off)
         if current.source == "autotune":
             return current
     key = _tune_key(*call.key)
@@ -335,7 +335,7 @@ def autotune(a, b, *, top=3, force=False):
                 "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")})
     _dispatch.cache_clear()
     _forget_repeats()
-    return _dispatch(*call.key)
+    return _dispatch(*call.key, call.lines_off)
 
 
 def _close(x, y, kind) -> bool:
@@ -364,8 +364,9 @@ def _tune_key(m, n, k, batch, dtype, a_major, b_major):
 
 
 @lru_cache(maxsize=1024)
-def _dispatch(m, n, k, batch, dtype, a_major, b_major):
-    """The dispatcher's plan for a shape, once per process (a repeated call pays a dict lookup)."""
+def _dispatch(m, n, k, batch, dtype, a_major, b_major, lines_off=(False, False)):
+    """The dispatcher's plan for a shape (and whether its operands' lines start off 128 bytes),
+    once per process (a repeated call pays a dict lookup)."""
     from .dispatch import choose
     from .dispatch.autotune import lookup
     try:
@@ -373,7 +374,7 @@ def _dispatch(m, n, k, batch, dtype, a_major, b_major):
         gpu, tuned = key.gpu, lookup(key)
     except Exception:   # no GPU: plan() still answers, for the H200
         gpu, tuned = "h200-sxm", None
-    return choose(m, n, k, batch, dtype, gpu=gpu, tuned=tuned)
+    return choose(m, n, k, batch, dtype, gpu=gpu, tuned=tuned, lines_off=lines_off)
 
 
 @dataclass
@@ -389,12 +390,30 @@ class _Call:
     batched_output: bool     # the result has a batch dimension (an input had one)
 
     @property
+    def lines_off(self) -> tuple[bool, bool]:
+        """Whether A's and B's lines, as the kernel reads them, start off 128-byte boundaries
+        (gemm.dispatch.choose weighs what that costs)."""
+        return _lines_off_128(self.A), _lines_off_128(self.B)
+
+    @property
     def key(self) -> tuple:
         """(m, n, k, batch, dtype, a_major, b_major): what the dispatcher decides by."""
         a_order, _ = _majorness(self.A)
         b_order, _ = _majorness(self.B)
         return (self.m, self.n, self.k, self.batch, self.A.dtype,
                 "mn" if a_order == "col" else "k", "k" if b_order == "col" else "mn")
+
+
+def _lines_off_128(mat: _Matrix) -> bool:
+    """Whether an operand read in place has lines that start off 128-byte boundaries (its base
+    or its line pitch); one copied first (gemm.padding: host arrays, lines TMA cannot address)
+    gets lines 128 bytes apart."""
+    major, ld = _majorness(mat)
+    if mat.kind == "numpy" or major is None or mat.address % 16 or (ld * 2) % 16:
+        return False
+    rows, cols = mat.shape[-2:]
+    lines = rows if major == "row" else cols
+    return bool(mat.address % 128 or (lines > 1 and (ld * 2) % 128))
 
 
 def _operands(a, b, out) -> _Call:

@@ -32,23 +32,25 @@ def _profile(gpu: str | GpuProfile) -> GpuProfile:
 
 def rank(candidates, m: int, n: int, k: int, batch: int = 1, dtype: str = "float16",
          gpu: str | GpuProfile = "h200-sxm", host_us: float | None = None,
-         full: bool = False) -> list[tuple[Schedule, float]]:
+         full: bool = False, line_pitch: tuple[int, int] | None = None) -> list[tuple[Schedule, float]]:
     """[(schedule, predicted ms of one call)], fastest first (ties keep the candidates' order).
     The time is the call's host work and its device time one after the other (sim/call.py's
     serial_ms): it orders candidates as their device times do, where the events' host floor
-    (timed_ms) would call every small candidate equal."""
+    (timed_ms) would call every small candidate equal. `line_pitch` as predict's."""
     prof = _profile(gpu)
     out = []
     for i, s in enumerate(candidates):
-        key = (s, m, n, k, batch, dtype, prof.name if isinstance(gpu, str) else repr(prof), host_us, full)
+        key = (s, m, n, k, batch, dtype, prof.name if isinstance(gpu, str) else repr(prof), host_us, full, line_pitch)
         ms = _RESULTS.get(key)
         if ms is None:
             try:
                 if full:
                     from .model import predict
-                    ms = predict(s, m, n, k, gpu=prof, dtype=dtype, batch=batch, host_us=host_us).call["serial_ms"]
+                    ms = predict(s, m, n, k, gpu=prof, dtype=dtype, batch=batch, host_us=host_us,
+                                 line_pitch=line_pitch).call["serial_ms"]
                 else:
-                    ms = fast_predict(s, m, n, k, gpu=prof, dtype=dtype, batch=batch, host_us=host_us).call["serial_ms"]
+                    ms = fast_predict(s, m, n, k, gpu=prof, dtype=dtype, batch=batch, host_us=host_us,
+                                      line_pitch=line_pitch).call["serial_ms"]
             except ScheduleError:
                 ms = float("inf")
             if len(_RESULTS) >= _RESULTS_MAX:

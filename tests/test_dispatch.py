@@ -212,3 +212,17 @@ def test_stream_k_only_where_the_panels_its_tiles_share_fit_in_l2():
 
 def test_no_ring_kernel_is_a_candidate():
     assert all(s.family == "specialized" for s in all_candidates())
+
+
+def test_lines_off_128_bytes_rank_with_the_model_where_it_costs():
+    """The table was measured on aligned lines: where the model says lines off 128 bytes cost the
+    table's choice more than the margin on a large product, the model ranks the candidates
+    with that cost (and picks a cluster, which requests half a shared box's rows per SM);
+    a small product, or lines on the boundary, keep the table's answer."""
+    from gemm.dispatch import choose, model_line_pitch
+    assert model_line_pitch(1000, (True, False)) == (1032, 1024)
+    aligned = choose(4096, 4096, 4104)
+    assert aligned.source == "table"
+    off = choose(4096, 4096, 4104, lines_off=(True, True))
+    assert off.source == "model" and "lines off 128 bytes" in off.detail and off.schedule.cluster_size == 2
+    assert choose(1000, 1000, 1000, lines_off=(True, True)).source == "table"

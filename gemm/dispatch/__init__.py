@@ -9,6 +9,13 @@
             no table covers;
   default   a fixed schedule, if the model cannot be imported.
 `Plan` says which answered. Only this package (and gemm.api through it) imports sim.
+
+The table was measured on operands whose lines start on 128-byte boundaries. Lines that start
+off them (a pitch of 16-byte but not 128-byte multiples, or an offset view, read in place) make
+each box row straddle two cache lines, which costs unclustered tiles up to 1.8x and clustered
+ones ~6% (docs/research/notes.md item 121); where the model says that costs the table's choice
+more than MISALIGNED_MARGIN on a product of at least MISALIGNED_MIN_MS (the sizes measured so),
+the model ranks the candidates with the cost instead.
 """
 from __future__ import annotations
 
@@ -25,6 +32,8 @@ DEFAULT_BATCHED = from_spec("v7:cluster_m=1")
 # Tables are measured on the H200; an H100 runs the same SMs (132 on the SXM part) and
 # takes the H200's table until it has its own.
 TABLE_FOR = {"h100-sxm": "h200-sxm"}
+MISALIGNED_MARGIN = 1.05
+MISALIGNED_MIN_MS = 0.05
 
 
 @dataclass(frozen=True)
@@ -38,34 +47,62 @@ class Plan:
 
 
 def choose(m: int, n: int, k: int, batch: int = 1, dtype: str = "float16", gpu: str = "h200-sxm",
-           tuned: dict | None = None) -> Plan:
+           tuned: dict | None = None, lines_off: tuple[bool, bool] = (False, False)) -> Plan:
     """The schedule for one product shape on `gpu` (a profile name: h200-sxm, h100-sxm).
-    `tuned` is the autotune cache's entry for the shape, if the caller has one."""
+    `tuned` is the autotune cache's entry for the shape, if the caller has one; `lines_off`
+    whether A's and B's lines, as the kernel reads them, start off 128-byte boundaries."""
     if tuned is not None:
         return Plan(from_spec(tuned["schedule"]), "autotune",
                     f"fastest of {len(tuned.get('timed_ms', {}))} timed on this GPU ({tuned.get('date', '?')})")
     table_gpu = gpu if table.load(gpu) else TABLE_FOR.get(gpu, gpu)
     hit = table.lookup(table_gpu, m, n, k, batch, dtype)
+    pitch = model_line_pitch(k, lines_off)
     if hit is not None:
         spec, source = hit
-        return Plan(from_spec(spec), "table", f"{table_gpu} bucket of {m}x{n}x{k}" + (f", {source}" if source else ""))
-    ranked = ranking(m, n, k, batch, dtype, gpu)
+        plan = Plan(from_spec(spec), "table", f"{table_gpu} bucket of {m}x{n}x{k}" + (f", {source}" if source else ""))
+        if not any(lines_off):
+            return plan
+        costs = _misaligned_cost(plan.schedule, m, n, k, batch, dtype, gpu, pitch)
+        if costs is None or costs[1] < MISALIGNED_MIN_MS or costs[1] < MISALIGNED_MARGIN * costs[0]:
+            return plan
+    ranked = ranking(m, n, k, batch, dtype, gpu, line_pitch=pitch if any(lines_off) else None)
     default = DEFAULT_BATCHED if batch > 1 else DEFAULT_SCHEDULE
     if ranked is None:
         return Plan(default, "default", "no table entry, and the model could not be imported")
     if not ranked:
         return Plan(default, "default", "no candidate the model can place on this GPU")
     best, ms = ranked[0]
-    return Plan(best, "model", f"predicted {ms * 1e3:.1f} us, fastest of {len(ranked)} candidates")
+    why = "lines off 128 bytes, which the table's measurements did not have; " if any(lines_off) else ""
+    return Plan(best, "model", f"{why}predicted {ms * 1e3:.1f} us, fastest of {len(ranked)} candidates")
 
 
-def ranking(m: int, n: int, k: int, batch: int = 1, dtype: str = "float16", gpu: str = "h200-sxm"):
-    """[(schedule, predicted ms)] of the candidates, fastest first; None without the model."""
+def model_line_pitch(k: int, lines_off: tuple[bool, bool]) -> tuple[int, int]:
+    """A line pitch (elements) standing for each operand's in the model (sim.model.misaligned_lines):
+    off 128 bytes where `lines_off` says so, else on them."""
+    aligned = -(-k // 64) * 64
+    return tuple(aligned + 8 if off else aligned for off in lines_off)
+
+
+def _misaligned_cost(s: Schedule, m, n, k, batch, dtype, gpu, pitch):
+    """(ms with aligned lines, ms with `pitch`) of one call by the model; None without it."""
+    try:
+        from sim import fast_predict
+    except ImportError:
+        return None
+    aligned = model_line_pitch(k, (False, False))
+    return tuple(fast_predict(s, m, n, k, gpu=gpu, dtype=dtype, batch=batch, line_pitch=p).call["serial_ms"]
+                 for p in (aligned, pitch))
+
+
+def ranking(m: int, n: int, k: int, batch: int = 1, dtype: str = "float16", gpu: str = "h200-sxm",
+            line_pitch: tuple[int, int] | None = None):
+    """[(schedule, predicted ms)] of the candidates, fastest first; None without the model.
+    `line_pitch` as sim.predict's (default: contiguous operands)."""
     try:
         from sim import rank
     except ImportError:   # the model's own dependencies (simpy) missing
         return None
-    return rank(candidates(m, n, k, batch, dtype), m, n, k, batch=batch, dtype=dtype, gpu=gpu)
+    return rank(candidates(m, n, k, batch, dtype), m, n, k, batch=batch, dtype=dtype, gpu=gpu, line_pitch=line_pitch)
 
 
 def table_choice(m: int, n: int, k: int, batch: int = 1, dtype: str = "float16", gpu: str = "h200-sxm"):
