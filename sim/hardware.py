@@ -131,8 +131,7 @@ class GpuProfile:
                                       "requests (its own part of a multicast box) whose line does not start on a "
                                       "128-byte boundary (the row straddles two cache lines): a throughput limit "
                                       "beside the port, not in a load's latency; 0 takes such rows as free",
-                                      "python -m experiments.research.line_pitch (run 93; "
-                                      "sim/profiles/h200-sxm.json)")
+                                      "python -m experiments.research.line_pitch (sim/profiles/h200-sxm.json)")
     l2_read_bytes_per_clk: float = _p(8448.0, "derived", "aggregate L2 read bytes per SM clock",
                                       "l2_read_tbs (or the ports' sum) / clock_ghz")
     l2_miss_port_factor: float = _p(0.4, "measured", "extra port time of a byte that misses L2, as a multiple "
@@ -201,9 +200,9 @@ class GpuProfile:
                                  "microbenchmarks")
     multicast_receive_cost: float = _p(1.0, "measured", "port cost on one SM of the part of a multicast box "
                                        "another CTA of the cluster loads, as a share of its own",
-                                       "python -m experiments.research.multicast_port (run 87): a 128x128 "
-                                       "kernel that is port-bound alone runs no faster with cluster_m=2, so "
-                                       "each SM's port takes in the whole box (sim/profiles/h200-sxm.json)")
+                                       "python -m experiments.research.multicast_port: a 128x128 kernel that "
+                                       "is port-bound alone runs no faster with cluster_m=2, so each SM's port "
+                                       "takes in the whole box (sim/profiles/h200-sxm.json)")
 
     # ---- the clock a kernel earns (sim/clock.py) ----
     clock_form_coef: tuple | None = _p(None, "measured", "(c_t, c_l, c_d) of the clock form c_t SMs u (f/1.8)^g "

@@ -126,7 +126,7 @@ class Cta:
         self.empty = [Mbarrier(env, s.consumer_warpgroups * s.cluster_size) for _ in range(s.stages)]
         self.k_steps = s.block_k // WGMMA_K
         # a cluster along M shares each B tile (multicast), along N each A tile
-        self.a_share, self.b_share = 1.0 / s.cluster_n, 1.0 / s.cluster_m
+        self.a_cluster, self.b_cluster = s.cluster_n, s.cluster_m
         # the runtime stage index per K iteration: ALU ops, plus an L1 round trip when the
         # per-stage phases live in a local-memory array (phase_storage="local")
         self.index_clk = gpu.runtime_index_clk + (gpu.phase_local_clk if s.phase_storage == "local" else 0)
@@ -170,9 +170,9 @@ class Cta:
         yield from self._step(role, f"TMA issue k={it}", "tma_issue",
                               g.mbarrier_arrive_clk + 2 * g.tma_issue_clk)
         self.full[st].arrive(expect_tx=self.a_bytes + self.b_bytes)
-        self.eng.tma_load(self.a_bytes, self.full[st], self.trace, f"A k={it}", self.a_requests, self.a_share,
+        self.eng.tma_load(self.a_bytes, self.full[st], self.trace, f"A k={it}", self.a_requests, self.a_cluster,
                           self.a_oob)
-        self.eng.tma_load(self.b_bytes, self.full[st], self.trace, f"B k={it}", self.b_requests, self.b_share,
+        self.eng.tma_load(self.b_bytes, self.full[st], self.trace, f"B k={it}", self.b_requests, self.b_cluster,
                           self.b_oob)
 
     def _release(self, role, st):

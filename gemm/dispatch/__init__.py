@@ -13,9 +13,9 @@
 The table was measured on operands whose lines start on 128-byte boundaries. Lines that start
 off them (a pitch of 16-byte but not 128-byte multiples, or an offset view, read in place) make
 each box row straddle two cache lines, which costs unclustered tiles up to 1.8x and clustered
-ones ~6% (docs/research/notes.md item 121); where the model says that costs the table's choice
-more than MISALIGNED_MARGIN on a product of at least MISALIGNED_MIN_MS (the sizes measured so),
-the model ranks the candidates with the cost instead.
+ones ~6% (the profile's l2_misaligned_row_clk); where the model says that costs the table's
+choice more than MISALIGNED_MARGIN on a product of at least MISALIGNED_MIN_MS (the sizes the
+cost was measured at), the model ranks the candidates with the cost instead.
 """
 from __future__ import annotations
 

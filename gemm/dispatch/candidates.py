@@ -5,9 +5,8 @@ cache and result files store them. Large tiles and clusters for large products, 
 where their tiles leave the last wave part empty; 128x128 tiles and split-K for grids that
 large tiles leave mostly empty; 64-row tiles (one consumer
 warpgroup) for decode-like products with few rows. The ring kernels are not offered: V2's
-128x192 ring, the last of them that was, trailed the fastest warp-specialized kernel by 5-20%
-on every shape whose time the GPU decides, in each of the candidate sweeps 10-16 (it came
-within 3% only on host-paced shapes, where the order flips from run to run).
+128x192 ring trails the fastest warp-specialized kernel by 5-20% on every shape whose time the
+GPU decides, and comes near it only on host-paced shapes, where the order flips from run to run.
 """
 from __future__ import annotations
 
@@ -22,9 +21,8 @@ ONE_WARPGROUP = "consumer_warpgroups=1,producer_registers=0,consumer_registers=0
 # for a deep ring, which a memory-bound product needs to keep bytes in flight.
 SWAP_AB = "swap_ab=true,epilogue=direct,producer_registers=0,consumer_registers=0"
 
-# The L2 bytes that stay for lines several SMs read, on the smaller of the two parts: the H200's
-# 34.6 MiB measured by experiments/l2_capacity.py (run 24), scaled to the H100 SXM's 50 MB L2
-# (sim/profiles/h100-sxm.json: l2_lru_bytes).
+# The L2 bytes that stay for lines several SMs read, on the smaller of the two parts: the H100
+# SXM's l2_lru_bytes (sim/profiles/h100-sxm.json, the H200's measured capacity scaled by L2 size).
 L2_SHARED_REUSE_BYTES = 30_233_941
 
 SPECS = (
@@ -81,10 +79,8 @@ def stream_k_keeps_reuse(s: Schedule, m: int, n: int, k: int, batch: int = 1) ->
     run at a different K offset, so the tiles that share a panel (an A panel with two or more
     tiles along N, a B panel with two or more along M) read its K slices at different times;
     a slice stays in L2 for its later readers only if the L2 holds every shared panel at once.
-    Where it does not, the shared tiles' reads turn into HBM traffic (k16k-1024: the replay of
-    the kernel's order through an LRU of the measured capacity misses 244 MB where whole tiles
-    read 67; the measured stream-K ran 20-26% behind split-K there; docs/research/notes.md
-    item 117)."""
+    Where it does not, the shared tiles' reads turn into HBM traffic (at 1024 x 1024 x 16384 an
+    LRU replay of the kernel's order misses 244 MB where whole tiles read 67)."""
     tm, tn = -(-m // s.block_m), -(-n // s.block_n)
     shared = (m * k if tn > 1 else 0) + (n * k if tm > 1 else 0)
     return shared * INPUT_BYTES * batch <= L2_SHARED_REUSE_BYTES
