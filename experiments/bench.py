@@ -6,7 +6,8 @@
   python -m experiments.bench --ladder           # only the ladder (v1..v7 at 8192^3)
   python -m experiments.bench --shapes sq4096,llama7b-qkv   # a subset of the suite, by name
   python -m experiments.bench --schedule v7      # every suite shape on one preset, not the default
-  python -m experiments.bench --sweep v7,v7:block_n=192 --shapes sq4096   # candidates -> sweep.csv
+  python -m experiments.bench --sweep "v7;v7:block_n=192" --shapes sq4096   # candidates -> sweep.csv
+  python -m experiments.bench --candidates --tag candidates-N   # every shape's dispatcher candidates
   python -m experiments.bench --check            # the ladder again: fail if a preset's ratio to
                                                  # cuBLAS falls more than 10% below ladder.csv's
 
@@ -18,7 +19,8 @@ inputs, each alone in blocks (experiments.timing.time_blocks: 5 warm-up runs, 10
 3 CUDA-event-timed runs, the contenders' blocks alternating, their order turning each round), the median. ratio = ours over
 the faster of torch and cupy (cupy has no bf16: torch alone there). Then each contender's
 calls back to back (ours_b2b_us, cublas_b2b_us; for the decode rows their bytes per second as
-a share of a copy's, b2b_hbm_share, beside the one-call hbm_share). Before and after the
+a share of a copy's, b2b_hbm_share, beside the one-call hbm_share; a sweep's rows carry the
+two times too, cuBLAS's measured once for the shape). Before and after the
 suite's rows, the host's floor, pace and call time under the same events
 (experiments.timing.host_probe) go into shapes.csv's header: experiments.score sets the
 model's predictions in this host. Needs the H200.
@@ -47,7 +49,7 @@ SHAPE_COLUMNS = ["suite", "name", "m", "n", "k", "batch", "dtype", "schedule", "
 LADDER_COLUMNS = ["version", "schedule", "tflops", "torch_tflops", "cupy_tflops", "ratio", "correct", "rel_err",
                   "ms", "date"]
 SWEEP_COLUMNS = ["name", "m", "n", "k", "batch", "dtype", "schedule", "ours_tflops", "torch_tflops",
-                 "cupy_tflops", "ratio", "correct", "rel_err", "date"]
+                 "cupy_tflops", "ratio", "correct", "rel_err", "ours_b2b_us", "cublas_b2b_us", "date"]
 LADDER_SHAPE = (8192, 8192, 8192)
 REGRESSION = 0.10   # --check fails below (1 - this) x the committed ratio
 
@@ -157,6 +159,7 @@ def measure_shape(shape, schedules, seed=0, input_sets=3, baselines_each=False, 
     # a row that was not timed (incorrect or refused) still reports the baselines
     untimed = next(iter(per_row.values())) if per_row else time_blocks(baselines, sets)
     flop_ms = lambda t: tflops(m, n, k, t) * batch  # noqa: E731
+    b2b = lambda fn: back_to_back_us(lambda j: fn(*sets[j % len(sets)]))   # noqa: E731
     for i, row in enumerate(rows):
         row.update(host)
         ms = per_row.get(f"ours{i}", untimed)
@@ -172,10 +175,15 @@ def measure_shape(shape, schedules, seed=0, input_sets=3, baselines_each=False, 
             row.update(ours_ms=f"{t:.4f}", ours_tflops=f"{flop_ms(t):.1f}", ratio=f"{best / t:.3f}",
                        gb_per_s=f"{footprint / (t * 1e-3) / 1e9:.0f}")   # A, B and C moved once
         if back_to_back and t is not None:
-            b2b = lambda fn: back_to_back_us(lambda j: fn(*sets[j % len(sets)]))   # noqa: E731
             ours_us = b2b(timed[f"ours{i}"])
-            row.update(ours_b2b_us=f"{ours_us:.2f}", cublas_b2b_us=f"{min(b2b(fn) for fn in baselines.values()):.2f}",
-                       b2b_gb_per_s=f"{footprint / (ours_us * 1e-6) / 1e9:.0f}")
+            row.update(ours_b2b_us=f"{ours_us:.2f}", b2b_gb_per_s=f"{footprint / (ours_us * 1e-6) / 1e9:.0f}")
+    if back_to_back and any(r.get("ours_b2b_us") for r in rows):
+        # cuBLAS's calls back to back once for the shape, after every schedule's: its time does not
+        # depend on ours, and a candidate sweep's shapes are short next to the clock's drift
+        cublas_us = f"{min(b2b(fn) for fn in baselines.values()):.2f}"
+        for row in rows:
+            if row.get("ours_b2b_us"):
+                row["cublas_b2b_us"] = cublas_us
     return rows
 
 
@@ -246,7 +254,9 @@ PROTOCOL = ("correctness first (NaN-poisoned output, float64 reference, every el
             "torch.matmul and cupy.matmul on the same inputs, each alone: 5 warm-up runs, 10 rounds of 3 "
             "CUDA-event-timed runs, blocks alternating, their order turning each round; the median. ratio = faster of torch and cupy / ours")
 SWEEP_PROTOCOL = PROTOCOL + ("; a sweep times each schedule with its own torch and cupy blocks, so every ratio "
-                             "compares runs from the same stretch of the GPU's clock")
+                             "compares runs from the same stretch of the GPU's clock; then each schedule's calls "
+                             "back to back (ours_b2b_us, 30 calls between one event pair after 10) and, once for "
+                             "the shape, the faster cuBLAS's (cublas_b2b_us)")
 
 
 def _write(path: Path, columns, rows, meta, command, protocol=PROTOCOL):
@@ -324,7 +334,7 @@ def main(argv=None) -> int:
         rows = []
         for shape in tqdm(suite_shapes(args.shapes), desc="shapes"):
             schedules = args.sweep or candidates(shape["m"], shape["n"], shape["k"], shape["batch"], shape["dtype"])
-            for r in measure_shape(shape, schedules, seed=3, baselines_each=True):
+            for r in measure_shape(shape, schedules, seed=3, baselines_each=True, back_to_back=True):
                 rows.append({**r, "date": date})
                 print(f"{shape['name']:14s} {r['schedule']:44s} {r.get('ours_tflops') or '-':>7s} ratio "
                       f"{r.get('ratio') or '-'} {r['rel_err']}", flush=True)

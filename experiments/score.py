@@ -11,7 +11,8 @@ calls back to back, the device alone, one call at the earned clock) the median a
 the rank correlation over the rows; where a shape has several measured schedules, whether the
 model's first choice among the dispatcher's candidates for it is the measured best and by how
 much it trails, and the same for the fastest measured of the model's first three (what
-gemm.autotune times). Rows whose
+gemm.autotune times); where the sweep timed calls back to back too (ours_b2b_us), the model's
+fastest back to back against the measured fastest there. Rows whose
 schedule has no prediction are listed, not scored.
 """
 from __future__ import annotations
@@ -161,7 +162,7 @@ def score(predicted: Path, measured: Path) -> dict:
             out["timings"][label] = {"median_abs": a[len(a) // 2], "p90_abs": a[min(len(a) - 1, int(0.9 * len(a)))],
                                      "spearman": _spearman(meas, model) if len(meas) > 2 else float("nan"),
                                      "errors": {(r["name"], r["schedule"]): e for (r, _), e in zip(joined, err)}}
-    choices, tuned = [], []
+    choices, tuned, choices_b2b = [], [], []
     by_shape: dict = {}
     for r, p in joined:
         by_shape.setdefault(r["name"], []).append((r, p))
@@ -169,6 +170,12 @@ def score(predicted: Path, measured: Path) -> dict:
         rows = [rp for rp in rows if _is_candidate(rp[0])]
         if len(rows) < 2:
             continue
+        if all(r.get("ours_b2b_us") for r, _ in rows):
+            # the same question of the calls back to back: the model's fastest there (its device time
+            # per call, or the host's where longer) against the measured fastest
+            first = min(rows, key=lambda rp: (float(rp[1]["predicted_queued_ms"]), float(rp[1]["predicted_device_ms"])))
+            fastest = min(float(r["ours_b2b_us"]) for r, _ in rows)
+            choices_b2b.append((name, first[0]["schedule"], fastest / float(first[0]["ours_b2b_us"])))
         # the events time every small candidate at the host floor: the device time breaks the tie, as
         # the dispatcher's ranking (sim.rank: host + device) does
         ranked = sorted(rows, key=lambda rp: (float(rp[1]["predicted_ms"]),
@@ -178,7 +185,7 @@ def score(predicted: Path, measured: Path) -> dict:
         # what gemm.autotune does: time the model's TUNED_TOP fastest, keep the fastest measured
         timed = max(ranked[:TUNED_TOP], key=lambda rp: _speed(rp[0]))
         tuned.append((name, timed[0]["schedule"], _speed(timed[0]) / best))
-    out["choices"], out["tuned"] = choices, tuned
+    out["choices"], out["tuned"], out["choices_b2b"] = choices, tuned, choices_b2b
     return out
 
 
@@ -200,7 +207,10 @@ def main(argv=None) -> int:
             print(f"  {100 * e:+6.1f}%  {name:14s} {sched}")
     if res["choices"]:
         for key, what in (("choices", "model's first choice"),
-                          ("tuned", f"fastest measured of the model's first {TUNED_TOP}")):
+                          ("tuned", f"fastest measured of the model's first {TUNED_TOP}"),
+                          ("choices_b2b", "model's first choice back to back")):
+            if not res[key]:
+                continue
             g = math.exp(statistics.mean(math.log(x) for _, _, x in res[key]))
             print(f"{what} among the measured schedules: geomean {g:.3f} of the measured best, "
                   f"best on {sum(x >= 1 for _, _, x in res[key])} of {len(res[key])} shapes, "

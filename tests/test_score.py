@@ -71,3 +71,23 @@ def test_back_to_back_rows_split_the_error_into_device_and_host(tmp_path):
     t = score(predicted, measured)["timings"]
     assert t["back to back, measured so"]["errors"][("dec", "v7")] == pytest.approx(50 / 40 - 1)
     assert t["one call, each row's host, measured device"]["errors"][("dec", "v7")] == pytest.approx(52 / 60 - 1)
+
+
+def test_choices_back_to_back_compare_the_calls_back_to_back(tmp_path):
+    """A sweep that timed each candidate's calls back to back is also scored there: the model's
+    fastest by its calls back to back (v7:cluster_m=2, 20 us) against the measured fastest (v7,
+    18 us), whatever the one-call ratios say."""
+    shape = "sq1024,1024,1024,1024,1,float16"
+    measured = _write(tmp_path / "measured.csv", MEASURED_HEADER + ",ours_b2b_us", [
+        f'{shape},v7,100,0.90,True,18.0',
+        f'{shape},v7:cluster_m=2,110,1.10,True,20.0',
+    ])
+    predicted = _write(tmp_path / "predicted.csv", PREDICTED_HEADER + ",predicted_device_ms,predicted_queued_ms", [
+        f'{shape},v7,0.030,0.016,0.021',
+        f'{shape},v7:cluster_m=2,0.031,0.015,0.020',
+    ])
+    res = score(predicted, measured)
+    (_, first, share), = res["choices_b2b"]
+    assert first == "v7:cluster_m=2" and share == pytest.approx(18 / 20)
+    (_, first, share), = res["choices"]               # by one call: v7 first, the ratio's best is the other
+    assert first == "v7" and share == pytest.approx(0.90 / 1.10)
