@@ -18,7 +18,8 @@ clock starts as a rested GPU's, whatever row came before), ours, torch.matmul an
 inputs, each alone in blocks (experiments.timing.time_blocks: 5 warm-up runs, 10 rounds of
 3 CUDA-event-timed runs, the contenders' blocks alternating, their order turning each round), the median. ratio = ours over
 the faster of torch and cupy (cupy has no bf16: torch alone there). Then each contender's
-calls back to back (ours_b2b_us, cublas_b2b_us; for the decode rows their bytes per second as
+calls back to back (ours_b2b_us, cublas_b2b_us: experiments.timing.back_to_back_rounds, the
+contenders in turn over three rounds; for the decode rows their bytes per second as
 a share of a copy's, b2b_hbm_share, beside the one-call hbm_share; a sweep's rows carry the
 two times too). Before and after the
 suite's rows, the host's floor, pace and call time under the same events
@@ -38,7 +39,7 @@ from pathlib import Path
 from gemm.schedule import PRESETS, from_spec
 
 from .paths import read_rows, results_dir
-from .timing import back_to_back_us, host_probe, time_blocks, tflops
+from .timing import back_to_back_rounds, host_probe, time_blocks, tflops
 
 SUITE = Path(__file__).with_name("shapes.json")
 RESULTS = results_dir()
@@ -111,8 +112,8 @@ def measure_shape(shape, schedules, seed=0, input_sets=3, baselines_each=False, 
     `probe_host`: the host's call, floor and pace (suite_host_probe) just before the timing, in
     the row's host_*_us columns: the host's pace drifts within one process (1.8x over one suite
     in run 59), so each row carries the host it was timed on. `back_to_back`: after the timing,
-    each contender's calls back to back between one pair of events (experiments.timing.
-    back_to_back_us), the device's time per call when the host keeps ahead of it: ours_b2b_us,
+    every contender's calls back to back, the contenders in turn over rounds (experiments.timing.
+    back_to_back_rounds), the device's time per call when the host keeps ahead of it: ours_b2b_us,
     cublas_b2b_us (the faster of torch and cupy) and the bytes per second that makes
     (b2b_gb_per_s), which a one-call timing of a kernel shorter than the host's pace cannot show."""
     import torch
@@ -159,7 +160,6 @@ def measure_shape(shape, schedules, seed=0, input_sets=3, baselines_each=False, 
     # a row that was not timed (incorrect or refused) still reports the baselines
     untimed = next(iter(per_row.values())) if per_row else time_blocks(baselines, sets)
     flop_ms = lambda t: tflops(m, n, k, t) * batch  # noqa: E731
-    b2b = lambda fn: back_to_back_us(lambda j: fn(*sets[j % len(sets)]))   # noqa: E731
     for i, row in enumerate(rows):
         row.update(host)
         ms = per_row.get(f"ours{i}", untimed)
@@ -174,13 +174,16 @@ def measure_shape(shape, schedules, seed=0, input_sets=3, baselines_each=False, 
         if t is not None:
             row.update(ours_ms=f"{t:.4f}", ours_tflops=f"{flop_ms(t):.1f}", ratio=f"{best / t:.3f}",
                        gb_per_s=f"{footprint / (t * 1e-3) / 1e9:.0f}")   # A, B and C moved once
-        if back_to_back and t is not None:
-            # cuBLAS's right after ours, for each schedule: a sweep's schedules follow one another
-            # without rest, and the clock sags under the load (a sweep's 4096^3 candidates measured
-            # 7% slower back to back late in the shape than the same kernel from a rested GPU)
-            ours_us = b2b(timed[f"ours{i}"])
-            row.update(ours_b2b_us=f"{ours_us:.2f}", cublas_b2b_us=f"{min(b2b(fn) for fn in baselines.values()):.2f}",
-                       b2b_gb_per_s=f"{footprint / (ours_us * 1e-6) / 1e9:.0f}")
+    if back_to_back and timed:
+        # every schedule's calls and cuBLAS's back to back in rounds whose order turns: a sweep's
+        # schedules follow one another without rest, under a clock that sags with the load
+        b2b = back_to_back_rounds({**timed, **baselines}, sets)
+        cublas_us = min(b2b[name] for name in baselines)
+        for i, row in enumerate(rows):
+            ours_us = b2b.get(f"ours{i}")
+            if ours_us is not None and row.get("ours_ms"):
+                row.update(ours_b2b_us=f"{ours_us:.2f}", cublas_b2b_us=f"{cublas_us:.2f}",
+                           b2b_gb_per_s=f"{footprint / (ours_us * 1e-6) / 1e9:.0f}")
     return rows
 
 
@@ -251,9 +254,9 @@ PROTOCOL = ("correctness first (NaN-poisoned output, float64 reference, every el
             "torch.matmul and cupy.matmul on the same inputs, each alone: 5 warm-up runs, 10 rounds of 3 "
             "CUDA-event-timed runs, blocks alternating, their order turning each round; the median. ratio = faster of torch and cupy / ours")
 SWEEP_PROTOCOL = PROTOCOL + ("; a sweep times each schedule with its own torch and cupy blocks, so every ratio "
-                             "compares runs from the same stretch of the GPU's clock; then each schedule's calls "
-                             "back to back (ours_b2b_us, 30 calls between one event pair after 10) and the faster "
-                             "cuBLAS's right after them (cublas_b2b_us)")
+                             "compares runs from the same stretch of the GPU's clock; then every schedule's and "
+                             "cuBLAS's calls back to back (ours_b2b_us, cublas_b2b_us: 20 calls between one event "
+                             "pair after 3, in 3 rounds whose order turns, the median)")
 
 
 def _write(path: Path, columns, rows, meta, command, protocol=PROTOCOL):

@@ -161,6 +161,10 @@ def picks_summary(picks: list[dict]) -> str:
     held_out = (f"; in a candidate sweep the table was not made from, the pick timed beside the others is "
                 f"within 3% of the best on {sum(x >= 0.97 for x, _ in held)} of {len(held)} (lowest "
                 f"{min(held)[0]:.2f}, {min(held)[1]})" if held else "")
+    b2b = [(float(r["held_out_b2b_pick_over_best"]), r["name"]) for r in picks if r.get("held_out_b2b_pick_over_best")]
+    if b2b:
+        held_out += (f", and with the calls back to back (each beside cuBLAS's) on {sum(x >= 0.97 for x, _ in b2b)} "
+                     f"of {len(b2b)} (lowest {min(b2b)[0]:.2f}, {min(b2b)[1]})")
     return (f"**The dispatcher's picks** (`python -m experiments.picks`, picks.csv): on "
             f"{sum(x >= 0.97 for x in scored)} of {len(scored)} suite shapes within 3% of the best candidate "
             f"the sweeps measured there (ratios to cuBLAS from different runs; lowest {worst[0]:.2f}, "

@@ -170,3 +170,19 @@ def back_to_back_us(fn, calls=30, warmup=10) -> float:
     end.record()
     torch.cuda.synchronize()
     return start.elapsed_time(end) * 1e3 / calls
+
+
+def back_to_back_rounds(fns: dict, input_sets, rounds=3, calls=20, warmup=3) -> dict:
+    """Microseconds per call of each fn(*inputs) run back to back (back_to_back_us: `calls`
+    calls between one event pair, after `warmup`), in `rounds` rounds whose order turns as
+    time_blocks' does; the median over the rounds. Schedules timed one after another without
+    rest would otherwise meet a clock that sags under the load: a 4096^3 kernel measured 7%
+    slower back to back late in a sweep's shape than from a rested GPU."""
+    names = list(fns)
+    times = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            fn = fns[name]
+            times[name].append(back_to_back_us(lambda j: fn(*input_sets[j % len(input_sets)]), calls, warmup))
+    return {name: statistics.median(v) for name, v in times.items()}
+

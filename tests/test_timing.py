@@ -65,3 +65,23 @@ def test_trace_gives_each_run_its_host_and_gpu_times(fake_torch):
         assert r["gpu_end"] - r["gpu_start"] == pytest.approx(50.0)   # 0.05 ms on the stand-in's clock
     starts = [r["host_start"] for r in trace["a"]]
     assert starts == sorted(starts)
+
+
+def test_back_to_back_rounds_take_turns_and_report_each_ones_median(fake_torch):
+    """Each contender's calls back to back, in rounds whose order turns (a b, b a, a b), the
+    median over the rounds in microseconds per call: `a` slows down round by round (10, 20, 30
+    us a call, a sagging clock) and reports its middle round."""
+    from experiments.timing import back_to_back_rounds
+    order = []
+
+    def a(x):
+        order.append("a")
+        fake_torch["ms"] += 0.010 * (1 + (order.count("a") - 1) // 5)   # 5 calls a round: 1 warm-up + 4
+
+    def b(x):
+        order.append("b")
+        fake_torch["ms"] += 0.020
+
+    us = back_to_back_rounds({"a": a, "b": b}, [(0,)], rounds=3, calls=4, warmup=1)
+    assert [order[i] for i in range(0, len(order), 5)] == ["a", "b", "b", "a", "a", "b"]
+    assert us == {"a": pytest.approx(20.0), "b": pytest.approx(20.0)}
