@@ -10,6 +10,10 @@ clocks differ (time alone does not); where sweeps measured one candidate at one 
 once, its ratios' geometric mean counts: one run's ratio moves by a few percent (the host's pace,
 the clock between blocks), more than what separates the leading candidates, so the newest alone
 would pick by noise. `--since DATE` leaves out rows measured before it (after a kernel change).
+`--by back-to-back` compares the candidates' calls back to back instead (each sweep's
+cublas_b2b_us over ours_b2b_us, timed in rounds): the device's speed under a stream of calls,
+which one call between events cannot see where the host paces it, and which a ratio to a cuBLAS
+timed beside each candidate hides where a candidate's power draws the clock down for both.
 Where several measured shapes share a bucket, the candidate with the best geometric-mean time
 ratio over them wins. Only fp32-accumulating candidates the dispatcher may choose
 (gemm.dispatch.candidates.SPECS) are kept.
@@ -31,23 +35,39 @@ from .paths import REPO, read_rows, results_dir
 RESULTS = results_dir()
 
 
-def candidate_ratios(rows, since: str = "") -> dict:
+MEASURES = ("one-call", "back-to-back")
+
+
+def _ratio(r: dict, measure: str) -> float | None:
+    """A sweep row's speed relative to cuBLAS's: one call between events (`ratio`), or the calls
+    back to back (cublas_b2b_us / ours_b2b_us), None where the row lacks it."""
+    if measure == "one-call":
+        return float(r["ratio"]) if r.get("ratio") else None
+    if r.get("ours_b2b_us") and r.get("cublas_b2b_us"):
+        return float(r["cublas_b2b_us"]) / float(r["ours_b2b_us"])
+    return None
+
+
+def candidate_ratios(rows, since: str = "", measure: str = "one-call") -> dict:
     """{(name, m, n, k, batch, dtype): {spec: ratio to the faster cuBLAS}} of the correct rows of
     dispatcher candidates measured on or after `since` (an ISO date), the geometric mean of
-    each candidate's measurements at each shape."""
+    each candidate's measurements at each shape; `measure` (MEASURES): by one call, or by the
+    calls back to back."""
+    if measure not in MEASURES:
+        raise ValueError(f"measure must be one of {MEASURES}, got {measure!r}")
     logs = defaultdict(lambda: defaultdict(list))
     for r in rows:
-        if (r["schedule"] in SPECS and r.get("correct") == "True" and r.get("ratio")
-                and (r.get("date") or "") >= since):
+        ratio = _ratio(r, measure)
+        if r["schedule"] in SPECS and r.get("correct") == "True" and ratio and (r.get("date") or "") >= since:
             shape = (r["name"], int(r["m"]), int(r["n"]), int(r["k"]), int(r.get("batch") or 1), r["dtype"])
-            logs[shape][r["schedule"]].append(math.log(float(r["ratio"])))
+            logs[shape][r["schedule"]].append(math.log(ratio))
     return {shape: {spec: math.exp(sum(v) / len(v)) for spec, v in specs.items()} for shape, specs in logs.items()}
 
 
-def best_per_bucket(rows, since: str = "") -> dict:
+def best_per_bucket(rows, since: str = "", measure: str = "one-call") -> dict:
     """{shape_key: (spec, [measured shape names])}."""
     by_shape = {shape: {spec: 1.0 / ratio for spec, ratio in ratios.items()}   # time over cuBLAS's
-                for shape, ratios in candidate_ratios(rows, since).items()}
+                for shape, ratios in candidate_ratios(rows, since, measure).items()}
     buckets = defaultdict(list)
     for shape, times in by_shape.items():
         name, m, n, k, batch, dtype = shape
@@ -75,10 +95,13 @@ def main(argv=None) -> int:
     p.add_argument("--sweep", type=Path, nargs="+", default=None, help="sweep CSVs (default: results/*/sweep*.csv)")
     p.add_argument("--gpu", default="h200-sxm")
     p.add_argument("--since", default="", help="leave out rows measured before this ISO date")
+    p.add_argument("--by", choices=MEASURES, default="one-call",
+                   help="compare candidates by one call between events (default), or by their calls back to "
+                        "back (sweeps that time them in rounds, experiments.timing.back_to_back_rounds)")
     args = p.parse_args(argv)
     sweeps = args.sweep or sorted(RESULTS.glob("sweep*.csv"))
     rows = [r for path in sweeps for r in read_rows(path)]
-    table = best_per_bucket(rows, args.since)
+    table = best_per_bucket(rows, args.since, args.by)
     rules = [{"m_bucket": key[0], "n_bucket": key[1], "k_bucket": key[2], "batch_bucket": key[3], "dtype": key[4],
               "schedule": spec, "measured": "fastest measured on " + ", ".join(names)}
              for key, (spec, names) in sorted(table.items())]
@@ -88,6 +111,7 @@ def main(argv=None) -> int:
         "made_by": "python -m experiments.make_table",
         "from": [_in_repo(path) for path in sweeps],
         **({"since": args.since} if args.since else {}),
+        **({"by": args.by} if args.by != "one-call" else {}),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "buckets": "round(2 log2 x) / 2 of M, N, K and the batch",
         "rules": rules,

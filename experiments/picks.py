@@ -18,36 +18,35 @@ A held-out sweep that times each candidate's calls back to back beside cuBLAS's 
 cublas_b2b_us) also gives `held_out_b2b_pick_over_best`: the pick's ratio to cuBLAS back to
 back over the best candidate's. Where a shape's kernel is shorter than the host's time per
 call, one call between events times the host (every candidate alike, within its noise: item
-101 of docs/research/notes.md), and only the calls back to back say which kernel is faster;
-each is set against the cuBLAS timed right after it, as the one-call ratios are, because the
-clock sags as a shape's candidates follow one another.
+101 of docs/research/notes.md), and only the calls back to back say which kernel is faster.
+Where the table was made `--by back-to-back` (experiments.make_table), the pooled comparison
+(`pick_over_best`) is by that measure too, the suite row's own calls back to back beside its
+cuBLAS's.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import math
-import statistics
 from pathlib import Path
 
 from gemm.dispatch.table import TABLES
 
-from gemm.dispatch.candidates import SPECS
-
-from .make_table import candidate_ratios
+from .make_table import _ratio, candidate_ratios
 from .paths import REPO, read_rows, results_dir, write_csv
 
 WITHIN = 0.97
 
 
-def picks(shapes: list[dict], sweeps: list[dict], since: str = "", held_out: list[dict] | None = None) -> list[dict]:
+def picks(shapes: list[dict], sweeps: list[dict], since: str = "", held_out: list[dict] | None = None,
+          by: str = "one-call") -> list[dict]:
     """One row per measured suite shape. `sweeps` (from `since` on): what the table was made
-    from, pooled as make_table pools them; `held_out`: a candidate sweep it was not made from,
-    where the pick and the others were timed in one run."""
-    swept = candidate_ratios(sweeps, since)
+    from, pooled as make_table pools them (`by` its measure); `held_out`: a candidate sweep it
+    was not made from, where the pick and the others were timed in one run."""
+    swept = candidate_ratios(sweeps, since, by)
     by_name = {shape[0]: ratios for shape, ratios in swept.items()}
     held = {shape[0]: ratios for shape, ratios in candidate_ratios(held_out or []).items()}
-    held_b2b = candidate_b2b_ratios(held_out or [])
+    held_b2b = {shape[0]: ratios for shape, ratios in candidate_ratios(held_out or [], measure="back-to-back").items()}
     out = []
     for r in shapes:
         if not r.get("ratio"):
@@ -56,9 +55,10 @@ def picks(shapes: list[dict], sweeps: list[dict], since: str = "", held_out: lis
         row = {"name": r["name"], "m": r["m"], "n": r["n"], "k": r["k"], "batch": r.get("batch") or "1",
                "dtype": r["dtype"], "picked": r["schedule"], "picked_ratio": r["ratio"],
                "candidates_swept": len(ratios)}
-        if ratios:
+        measured = _ratio(r, by)   # the suite row's own, by the table's measure
+        if ratios and measured:
             best = max(ratios, key=ratios.get)
-            ratio = float(r["ratio"]) / ratios[best]
+            ratio = measured / ratios[best]
             swept = ratios.get(r["schedule"])   # the pick as the sweeps measured it
             row.update(best_swept=best, best_swept_ratio=f"{ratios[best]:.3f}",
                        picked_swept_ratio=f"{swept:.3f}" if swept else "",
@@ -75,17 +75,6 @@ def picks(shapes: list[dict], sweeps: list[dict], since: str = "", held_out: lis
     return out
 
 
-def candidate_b2b_ratios(rows) -> dict:
-    """{shape name: {spec: cuBLAS's time per call back to back / ours}} of a sweep's correct
-    candidate rows that carry both times (the median where a candidate was measured more than once)."""
-    ratios: dict = {}
-    for r in rows:
-        if r["schedule"] in SPECS and r.get("correct") == "True" and r.get("ours_b2b_us") and r.get("cublas_b2b_us"):
-            ratios.setdefault(r["name"], {}).setdefault(r["schedule"], []).append(
-                float(r["cublas_b2b_us"]) / float(r["ours_b2b_us"]))
-    return {name: {spec: statistics.median(v) for spec, v in specs.items()} for name, specs in ratios.items()}
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--results", type=Path, default=results_dir(), help="the GPU's results folder")
@@ -98,7 +87,7 @@ def main(argv=None) -> int:
                                      if path.resolve() not in {q.resolve() for q in sweep_paths}),
                                     key=lambda path: max(r.get("date") or "" for r in read_rows(path)), default=None)
     rows = picks(read_rows(args.results / "shapes.csv"), [r for path in sweep_paths for r in read_rows(path)],
-                 made.get("since", ""), read_rows(held_out) if held_out else None)
+                 made.get("since", ""), read_rows(held_out) if held_out else None, made.get("by", "one-call"))
     out = args.results / "picks.csv"
     write_csv(out, rows, [f"derived by python -m experiments.picks from shapes.csv, the sweeps the table was made "
                           f"from ({', '.join(path.name for path in sweep_paths)}) and, held out, "

@@ -164,6 +164,23 @@ def test_concurrent_writers_leave_one_whole_entry(monkeypatch, tmp_path):
     assert [p.name for p in (tmp_path / "autotune").iterdir() if p.name.startswith(".tmp")] == []
 
 
+def test_make_table_by_back_to_back_compares_the_calls_back_to_back():
+    """By one call v7:cluster_m=2 leads; by the calls back to back (cuBLAS's time over ours, the
+    geometric mean of two sweeps) v7 does; a row without both times does not count there."""
+    from experiments import make_table
+    rows = [dict(_sweep_row("v7", 0.95), ours_b2b_us="186.0", cublas_b2b_us="185.0"),
+            dict(_sweep_row("v7", 0.97), ours_b2b_us="190.0", cublas_b2b_us="191.0"),
+            dict(_sweep_row("v7:cluster_m=2", 1.00), ours_b2b_us="202.0", cublas_b2b_us="185.0"),
+            dict(_sweep_row("v7:cluster_m=2", 0.99), ours_b2b_us="205.0", cublas_b2b_us="191.0"),
+            _sweep_row("v7:block_n=192,stages=4,cluster_m=2", 1.5)]
+    (spec, names), = make_table.best_per_bucket(rows).values()
+    assert spec == "v7:block_n=192,stages=4,cluster_m=2"
+    (spec, names), = make_table.best_per_bucket(rows, measure="back-to-back").values()
+    assert spec == "v7" and names == ["sq4096"]
+    with pytest.raises(ValueError, match="measure"):
+        make_table.candidate_ratios(rows, measure="b2b")
+
+
 def test_picks_set_the_dispatchers_choice_beside_the_best_swept_candidate():
     from experiments.picks import picks
     sweeps = [_sweep_row("v7", 0.99), _sweep_row("v7:cluster_m=2", 1.02), _sweep_row("v2:block_n=192", 1.5, ok="False")]
