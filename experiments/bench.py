@@ -175,15 +175,19 @@ def measure_shape(shape, schedules, seed=0, input_sets=3, baselines_each=False, 
             row.update(ours_ms=f"{t:.4f}", ours_tflops=f"{flop_ms(t):.1f}", ratio=f"{best / t:.3f}",
                        gb_per_s=f"{footprint / (t * 1e-3) / 1e9:.0f}")   # A, B and C moved once
     if back_to_back and timed:
-        # every schedule's calls and cuBLAS's back to back in rounds whose order turns: a sweep's
-        # schedules follow one another without rest, under a clock that sags with the load
-        b2b = back_to_back_rounds({**timed, **baselines}, sets)
-        cublas_us = min(b2b[name] for name in baselines)
-        for i, row in enumerate(rows):
-            ours_us = b2b.get(f"ours{i}")
-            if ours_us is not None and row.get("ours_ms"):
-                row.update(ours_b2b_us=f"{ours_us:.2f}", cublas_b2b_us=f"{cublas_us:.2f}",
-                           b2b_gb_per_s=f"{footprint / (ours_us * 1e-6) / 1e9:.0f}")
+        # the calls back to back in rounds whose order turns, as the one-call blocks are: with
+        # `baselines_each`, each schedule with its own torch and cupy (a clock that recovers after
+        # a schedule that draws little power favours whatever runs next: run 99, notes item 127)
+        groups = ([{name: fn, **baselines} for name, fn in timed.items()] if baselines_each
+                  else [{**timed, **baselines}])
+        for group in groups:
+            b2b = back_to_back_rounds(group, sets)
+            cublas_us = min(b2b[name] for name in baselines)
+            for i, row in enumerate(rows):
+                ours_us = b2b.get(f"ours{i}")
+                if ours_us is not None and row.get("ours_ms"):
+                    row.update(ours_b2b_us=f"{ours_us:.2f}", cublas_b2b_us=f"{cublas_us:.2f}",
+                               b2b_gb_per_s=f"{footprint / (ours_us * 1e-6) / 1e9:.0f}")
     return rows
 
 
@@ -254,9 +258,9 @@ PROTOCOL = ("correctness first (NaN-poisoned output, float64 reference, every el
             "torch.matmul and cupy.matmul on the same inputs, each alone: 5 warm-up runs, 10 rounds of 3 "
             "CUDA-event-timed runs, blocks alternating, their order turning each round; the median. ratio = faster of torch and cupy / ours")
 SWEEP_PROTOCOL = PROTOCOL + ("; a sweep times each schedule with its own torch and cupy blocks, so every ratio "
-                             "compares runs from the same stretch of the GPU's clock; then every schedule's and "
-                             "cuBLAS's calls back to back (ours_b2b_us, cublas_b2b_us: 20 calls between one event "
-                             "pair after 3, in 3 rounds whose order turns, the median)")
+                             "compares runs from the same stretch of the GPU's clock; then each schedule's calls "
+                             "back to back with its own torch's and cupy's (ours_b2b_us, cublas_b2b_us: 20 calls "
+                             "between one event pair after 3, in 3 rounds whose order turns, the median)")
 
 
 def _write(path: Path, columns, rows, meta, command, protocol=PROTOCOL):

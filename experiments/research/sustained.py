@@ -136,7 +136,9 @@ def summarize(path: Path) -> dict:
             row = {}
             for name in names:
                 mine = [b for b in settled if b["name"] == name]
-                inside = [(w, g) for t, w, g in samples for b in mine if b["start"] <= t <= b["end"]]
+                # a short block (a few calls) runs in the mix's clock: only the long ones have their own
+                inside = ([(w, g) for t, w, g in samples for b in mine if b["start"] <= t <= b["end"]]
+                          if regime == "long" else [])
                 row[name] = {"us": statistics.median(b["us"] for b in mine), "blocks": len(mine),
                              "calls": e["calls"][name],
                              "power_w": statistics.median(w for w, _ in inside) if inside else None,
