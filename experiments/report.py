@@ -114,6 +114,9 @@ def readme_block(folder: Path, gpu: str) -> list[str]:
     host = _rows(folder, "host.csv")
     if host:
         out += ["", host_summary(host)]
+    sustained = _rows(folder, "sustained.csv")
+    if sustained:
+        out += ["", sustained_summary(sustained)]
     picks = _rows(folder, "picks.csv")
     if picks:
         out += ["", picks_summary(picks)]
@@ -151,6 +154,20 @@ def host_summary(host: list[dict]) -> str:
             f"back to back, the GPU synchronised once): {sizes}.")
 
 
+def sustained_summary(rows: list[dict]) -> str:
+    """One sentence: the dispatcher's schedule against torch.matmul in short and long alternating
+    blocks after the clock settled (experiments.research.sustained)."""
+    parts = []
+    for shape in dict.fromkeys(r["shape"] for r in rows):
+        mine = [r for r in rows if r["shape"] == shape and r["contender"].startswith("ours")]
+        pick = mine[0]["contender"]          # the dispatcher's schedule comes first
+        ratios = {r["regime"]: float(r["torch_over_contender"]) for r in mine if r["contender"] == pick}
+        parts.append(f"{shape} {ratios['short']:.2f} / {ratios['long']:.2f}")
+    return ("**Under sustained load** (`python -m experiments.research.sustained`, sustained.csv; torch.matmul's "
+            "time over the dispatcher's schedule's once the clock has settled, in alternating blocks of 3 calls / "
+            f"of ~40 ms): {'; '.join(parts)}.")
+
+
 def picks_summary(picks: list[dict]) -> str:
     """One sentence: how the dispatcher's picks compare with the best candidate of the sweeps."""
     scored = [float(r["pick_over_best"]) for r in picks if r.get("pick_over_best")]
@@ -161,10 +178,6 @@ def picks_summary(picks: list[dict]) -> str:
     held_out = (f"; in a candidate sweep the table was not made from, the pick timed beside the others is "
                 f"within 3% of the best on {sum(x >= 0.97 for x, _ in held)} of {len(held)} (lowest "
                 f"{min(held)[0]:.2f}, {min(held)[1]})" if held else "")
-    b2b = [(float(r["held_out_b2b_pick_over_best"]), r["name"]) for r in picks if r.get("held_out_b2b_pick_over_best")]
-    if b2b:
-        held_out += (f", and with the calls back to back (each beside cuBLAS's) on {sum(x >= 0.97 for x, _ in b2b)} "
-                     f"of {len(b2b)} (lowest {min(b2b)[0]:.2f}, {min(b2b)[1]})")
     return (f"**The dispatcher's picks** (`python -m experiments.picks`, picks.csv): on "
             f"{sum(x >= 0.97 for x in scored)} of {len(scored)} suite shapes within 3% of the best candidate "
             f"the sweeps measured there (ratios to cuBLAS from different runs; lowest {worst[0]:.2f}, "

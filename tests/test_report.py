@@ -47,3 +47,13 @@ def test_the_suite_sentence_gives_the_decode_rows_share_of_the_copy_rate():
     assert "geomean 0.997 over 3 shapes" in text
     assert "81% (dec1-up) to 87% (dec64-up) of a device-to-device copy's rate" in text
     assert "copy" not in report.shapes_summary(rows[2:])
+
+
+def test_the_sustained_sentence_gives_the_dispatchers_schedule_in_both_regimes(tmp_path):
+    (tmp_path / "sustained.csv").write_text(
+        "# synthetic\nshape,regime,contender,calls_a_block,us_per_call,torch_over_contender,power_w,sm_clock_ghz\n"
+        "sq4096,short,ours v7:cluster_m=2,3,200,0.98,,\nsq4096,short,ours v7,3,190,1.03,,\n"
+        "sq4096,short,torch,3,196,1.0,,\nsq4096,long,ours v7:cluster_m=2,200,201,0.99,700,1.44\n"
+        "sq4096,long,ours v7,210,191,1.04,700,1.44\nsq4096,long,torch,205,199,1.0,700,1.44\n")
+    text = "\n".join(report.readme_block(tmp_path, "test"))
+    assert "sq4096 0.98 / 0.99." in text
