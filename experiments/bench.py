@@ -183,11 +183,11 @@ def measure_shape(shape, schedules, seed=0, input_sets=3, baselines_each=False, 
         for group in groups:
             b2b = back_to_back_rounds(group, sets)
             cublas_us = min(b2b[name] for name in baselines)
-            for i, row in enumerate(rows):
-                ours_us = b2b.get(f"ours{i}")
-                if ours_us is not None and row.get("ours_ms"):
-                    row.update(ours_b2b_us=f"{ours_us:.2f}", cublas_b2b_us=f"{cublas_us:.2f}",
-                               b2b_gb_per_s=f"{footprint / (ours_us * 1e-6) / 1e9:.0f}")
+            for name in group.keys() - baselines.keys():
+                ours_us = b2b[name]
+                rows[int(name[len("ours"):])].update(
+                    ours_b2b_us=f"{ours_us:.2f}", cublas_b2b_us=f"{cublas_us:.2f}",
+                    b2b_gb_per_s=f"{footprint / (ours_us * 1e-6) / 1e9:.0f}")
     return rows
 
 

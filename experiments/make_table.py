@@ -12,8 +12,7 @@ the clock between blocks), more than what separates the leading candidates, so t
 would pick by noise. `--since DATE` leaves out rows measured before it (after a kernel change).
 `--by back-to-back` compares the candidates' calls back to back instead (each sweep's
 cublas_b2b_us over ours_b2b_us, timed in rounds): the device's speed under a stream of calls,
-which one call between events cannot see where the host paces it, and which a ratio to a cuBLAS
-timed beside each candidate hides where a candidate's power draws the clock down for both.
+which one call between events cannot see where the host paces it.
 Where several measured shapes share a bucket, the candidate with the best geometric-mean time
 ratio over them wins. Only fp32-accumulating candidates the dispatcher may choose
 (gemm.dispatch.candidates.SPECS) are kept.

@@ -173,7 +173,7 @@ def score(predicted: Path, measured: Path) -> dict:
         if all(r.get("ours_b2b_us") and r.get("cublas_b2b_us") for r, _ in rows):
             # the same question of the calls back to back: the model's fastest there (its device time
             # per call, or the host's where longer) against the measured best, each measured as its
-            # ratio to the cuBLAS timed right after it (the clock sags along a shape's candidates)
+            # ratio to the cuBLAS timed in the same rounds (the clock moves along a shape's candidates)
             first = min(rows, key=lambda rp: (float(rp[1]["predicted_queued_ms"]), float(rp[1]["predicted_device_ms"])))
             b2b = lambda r: float(r["cublas_b2b_us"]) / float(r["ours_b2b_us"])   # noqa: E731
             choices_b2b.append((name, first[0]["schedule"], b2b(first[0]) / max(b2b(r) for r, _ in rows)))
