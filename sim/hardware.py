@@ -173,7 +173,16 @@ class GpuProfile:
     l2_far_hit_extra_ns: float = _p(89.4, "measured", "what a hit in the far L2 partition adds to a near one",
                                     f"{RESULTS}/l2_sides.csv (`python -m experiments.l2_sides`)")
     hbm_tbs: float = _p(3.35, "datasheet", "HBM bandwidth, TB/s")
-    hbm_efficiency: float = _p(0.85, "assumed", "the share of the datasheet HBM bandwidth a kernel reaches")
+    hbm_efficiency: float = _p(0.85, "assumed", "the share of the datasheet HBM bandwidth a copy reaches "
+                               "(read + written)")
+    hbm_read_efficiency: float | None = _p(None, "measured", "the share of the datasheet HBM bandwidth our "
+                                           "kernels' TMA reads stream at once under way, whatever their ring "
+                                           "keeps in flight (4-25 MiB GPU-wide); None: hbm_efficiency",
+                                           "python -m experiments.research.hbm_stream")
+    hbm_stream_fixed_us: float = _p(0.0, "measured", "what a launch bound by HBM pays beyond launch_us: the "
+                                    "first misses' latency, the rings' fill, the last CTAs' end",
+                                    "python -m experiments.research.hbm_stream (the intercept of time against "
+                                    "bytes, less launch_us)")
 
     # ---- epilogue ----
     store_bytes_per_clk: float = _p(32.0, "assumed", "the direct epilogue: one warpgroup's st.global of C in "
@@ -298,10 +307,14 @@ class GpuProfile:
     def ns_to_clk(self, ns: float) -> float:
         return ns * self.clock_ghz
 
+    def hbm_read_bytes_per_s(self) -> float:
+        """The rate at which the kernels' reads stream from HBM (hbm_read_efficiency)."""
+        return self.hbm_tbs * 1e12 * (self.hbm_read_efficiency or self.hbm_efficiency)
+
     def hbm_bytes_per_clk_per_sm(self, active_sms: int | None = None) -> float:
-        """One SM's share of the achievable HBM bandwidth while `active_sms` SMs pull."""
+        """One SM's share of the kernels' HBM read rate while `active_sms` SMs pull."""
         n = max(1, min(self.sm_count, active_sms or self.sm_count))
-        return self.hbm_tbs * 1e12 * self.hbm_efficiency / (self.clock_ghz * 1e9) / n
+        return self.hbm_read_bytes_per_s() / (self.clock_ghz * 1e9) / n
 
     def wgmma_tail(self, n: int) -> int:
         keys = sorted(self.wgmma_tail_clk)

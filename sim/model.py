@@ -207,7 +207,8 @@ def _predict(s: Schedule, m: int, n: int, k: int, prof: GpuProfile, dtype: str =
     flops_done, l2_time, floors = hardware_floors(s, lg, traffic, prof, busy_sms, loads, mmas,
                                                   misaligned_lines(line_pitch or (k, k)))
     per_sm_peak = prof.tensor_flops_per_clk * hz
-    kernel_s = max(sim_s, *floors.values()) + prof.launch_us * 1e-6
+    busy_s = max(sim_s, *floors.values())
+    kernel_s = busy_s + hbm_paced_share(floors, busy_s) * prof.hbm_stream_fixed_us * 1e-6 + prof.launch_us * 1e-6
 
     # 6. the call
     timing = call.timed(kernel_s, s, m, n, k, batch, lg.slices, prof, host_us, tiles=lg.tm * lg.tn * lg.batch,
@@ -265,6 +266,19 @@ def _predict(s: Schedule, m: int, n: int, k: int, prof: GpuProfile, dtype: str =
     )
 
 
+HBM_PACED_FROM = 0.8   # [assumed] the HBM floor's share of a launch's time from which its queues pace it
+
+
+def hbm_paced_share(floors: dict, busy_s: float) -> float:
+    """How far the HBM paces a launch: 0 while its floor is under HBM_PACED_FROM of the launch's
+    time, rising to 1 where the floor is the time. A launch the HBM paces pays its stream's own
+    start and end beside its bytes (`hbm_stream_fixed_us`: the rings' fill behind the first
+    misses, the last CTAs' uneven end, measured on kernels the HBM binds); one the SMs pace, whose
+    HBM queues stay short, does not (its CTAs' own prologue and epilogue are simulated)."""
+    u = floors.get("HBM bandwidth", 0.0) / busy_s if busy_s else 0.0
+    return min(1.0, max(0.0, (u - HBM_PACED_FROM) / (1.0 - HBM_PACED_FROM)))
+
+
 def misaligned_lines(line_pitch: tuple[int, int]) -> tuple[bool, bool]:
     """Whether A's and B's lines, `line_pitch` elements apart, as the kernel reads them, start
     off 128-byte boundaries (a line whose pitch is not a 16-byte multiple is copied into one
@@ -299,7 +313,7 @@ def hardware_floors(s: Schedule, lg, traffic: dict, prof: GpuProfile, busy_sms: 
     floors = {
         "tensor cores": flops_done / (prof.tensor_flops_per_clk * hz * busy_sms),
         "L2->SM bandwidth": l2_time,
-        "HBM bandwidth": traffic["hbm_bytes"] / (prof.hbm_tbs * 1e12 * prof.hbm_efficiency),
+        "HBM bandwidth": traffic["hbm_bytes"] / prof.hbm_read_bytes_per_s(),
         "TMA zero fill": oob_rows * prof.tma_oob_row_ns * 1e-9 / busy_sms,
     }
     if any(misaligned) and prof.l2_misaligned_row_clk:

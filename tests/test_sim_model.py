@@ -30,7 +30,7 @@ def test_never_above_the_tensor_peak_or_the_memory_feed(version, gpu):
     assert p.tflops <= g.peak_tflops * (1 + 1e-9)
     assert p.bytes["l2_to_sm_bytes"] / t <= g.l2_feed_bytes_per_clk() * g.clock_ghz * 1e9 * (1 + 1e-9)
     assert g.l2_feed_bytes_per_clk() <= g.l2_sm_bytes_per_clk * g.sm_count
-    assert p.bytes["hbm_bytes"] / t <= g.hbm_tbs * 1e12 * g.hbm_efficiency * (1 + 1e-9)
+    assert p.bytes["hbm_bytes"] / t <= g.hbm_read_bytes_per_s() * (1 + 1e-9)
     assert all(0 <= u <= 1 for u in p.utilization.values())
 
 
@@ -443,3 +443,20 @@ def test_load_loop_calibration_misses_match_nsight_compute():
                    stages=int(r["stages"]))
         model = sim.predict(s, N, N, N, gpu="h200-sxm", mmas=False, ctas_per_sm=int(r["ctas_per_sm"]))
         assert measured[r["schedule"]] == pytest.approx(model.bytes["hbm_read_bytes"], rel=0.10)
+
+
+def test_a_launch_the_hbm_paces_pays_its_streams_start_and_end():
+    """A decode product streams its weights at the kernels' measured read rate after the launch
+    and the stream's own fixed cost (hbm_stream_fixed_us, experiments.research.hbm_stream); a
+    product the tensor cores pace is untouched by that cost."""
+    import dataclasses
+    g = load_profile("h200-sxm")
+    without = dataclasses.replace(g, hbm_stream_fixed_us=0.0)
+    decode = preset("v7", block_m=64, block_n=256, consumer_warpgroups=1, producer_registers=0, consumer_registers=0, stages=4)
+    p = sim.predict(decode, 64, 22016, 4096, gpu=g)
+    q = sim.predict(decode, 64, 22016, 4096, gpu=without)
+    floor_s = g.launch_us * 1e-6 + g.hbm_stream_fixed_us * 1e-6 + p.bytes["hbm_bytes"] / g.hbm_read_bytes_per_s()
+    assert p.call["kernel_ms"] * 1e-3 >= floor_s * (1 - 1e-9)
+    assert 0.5 * g.hbm_stream_fixed_us <= (p.call["kernel_ms"] - q.call["kernel_ms"]) * 1e3 <= g.hbm_stream_fixed_us
+    big = sim.predict(preset("v7"), N, N, N, gpu=g)
+    assert big.ms == pytest.approx(sim.predict(preset("v7"), N, N, N, gpu=without).ms, rel=1e-12)

@@ -12,9 +12,10 @@ product, every element), then the calls back to back (experiments.timing.back_to
 and the weights' bytes in flight GPU-wide, busy CTAs x stages x the B box bytes of a stage
 (A's few rows hit the L2). A 1 GiB device copy's rate beside them.
 
-Summarized: per case the HBM rate over the call (A + B + C read and written / the time back to
-back, less the profile's launch_us) and the queueing form the model can take,
-rate = R I / (I + R L0) (Little's law with a latency that grows as 1 / (1 - rate / R)).
+Summarized: the line of time against bytes of one kernel over K 2048-16384 (its intercept is
+what a stream pays besides its bytes: the launch, the first misses, the rings' fill, the last
+CTAs' end; its slope the rate the reads stream at), and each case's time over that line's: the
+profile's hbm_read_efficiency and hbm_stream_fixed_us (less launch_us) come from the line.
 """
 from __future__ import annotations
 
@@ -95,39 +96,65 @@ def dump(path: Path) -> None:
     np.savez_compressed(path, record=json.dumps(record))
 
 
-def queueing_rate(in_flight_bytes: float, peak_bytes_per_s: float, latency_s: float) -> float:
-    """Little's law with a latency that grows with the load: rate = I / L, L = L0 / (1 - rate / R),
-    solved for rate: R I / (I + R L0)."""
-    return peak_bytes_per_s * in_flight_bytes / (in_flight_bytes + peak_bytes_per_s * latency_s)
+STREAM_SERIES = "64x256 s4"   # the cases of one kernel at K 2048-16384: time against bytes
 
 
-def summarize(path: Path, launch_us: float = 3.0, latency_ns: float = 652.3) -> dict:
-    """Per case the HBM rate over the call less the launch (GB/s) and the queueing form's rate at
-    the copy's R and the lone miss's latency (tma_latency.csv, one box in flight per SM)."""
+def stream_fit(cases: list[dict]) -> tuple[float, float]:
+    """(fixed us, GB/s): the least-squares line of time back to back against bytes over the
+    STREAM_SERIES cases (the same kernel and grid, K from 2048 to 16384)."""
+    series = [c for c in cases if c["name"] == STREAM_SERIES or
+              (c["name"].startswith(STREAM_SERIES + " K"))]
+    x = np.array([c["bytes"] for c in series], float)
+    y = np.array([c["b2b_us"] for c in series], float)
+    slope, fixed = np.polyfit(x, y, 1)
+    return float(fixed), float(1e-3 / slope)
+
+
+def model_fixed_us(cases: list[dict], gpu: str = "h200-sxm") -> float:
+    """What sim.predict gives the STREAM_SERIES besides its bytes with hbm_stream_fixed_us at 0
+    (the launch and the simulated CTAs' own prologue and epilogue): the intercept of the model's
+    line over the same cases. The profile's hbm_stream_fixed_us is the measured intercept less it."""
+    import dataclasses
+
+    import sim
+    from gemm.schedule import from_spec
+    g = dataclasses.replace(sim.load_profile(gpu), hbm_stream_fixed_us=0.0)
+    series = {c[0]: c for c in CASES}
+    pts = [(c["bytes"], sim.predict(from_spec(series[c["name"]][4]), c["m"], c["n"], c["k"], gpu=g).ms * 1e3)
+           for c in cases if c["name"] == STREAM_SERIES or c["name"].startswith(STREAM_SERIES + " K")]
+    return float(np.polyfit([b for b, _ in pts], [t for _, t in pts], 1)[1])
+
+
+def summarize(path: Path) -> dict:
+    """The fit of time against bytes (stream_fit) and, per case, its time over the fit's."""
     record = json.loads(str(np.load(path)["record"]))
-    peak = record["copy_1gib_gb_per_s"] * 1e9
+    fixed_us, gb_per_s = stream_fit(record["cases"])
+    record.update(fixed_us=fixed_us, stream_gb_per_s=gb_per_s, model_fixed_us=model_fixed_us(record["cases"]))
     for row in record["cases"]:
-        busy_s = (row["b2b_us"] - launch_us) * 1e-6
-        row["gb_per_s"] = row["bytes"] / busy_s / 1e9
-        row["queueing_gb_per_s"] = queueing_rate(row["in_flight_bytes"], peak, latency_ns * 1e-9) / 1e9
+        row["fit_us"] = fixed_us + row["bytes"] / gb_per_s / 1e3
+        row["over_fit"] = row["b2b_us"] / row["fit_us"] - 1
     record["median_rel_err"] = statistics.median(r["rel_err"] for r in record["cases"])
     return record
 
 
 def _print(s: dict) -> None:
-    print(f"1 GiB copy {s['copy_1gib_gb_per_s']:.0f} GB/s")
+    print(f"1 GiB copy {s['copy_1gib_gb_per_s']:.0f} GB/s (read + written); {STREAM_SERIES} at K 2048-16384: "
+          f"{s['fixed_us']:.2f} us + bytes at {s['stream_gb_per_s']:.0f} GB/s; the model without "
+          f"hbm_stream_fixed_us {s['model_fixed_us']:.2f} us besides the bytes: that term "
+          f"{s['fixed_us'] - s['model_fixed_us']:.2f} us, hbm_read_efficiency "
+          f"{s['stream_gb_per_s'] / 4800:.3f} of 4.8 TB/s")
     for r in s["cases"]:
         print(f"{r['name']:26s} {r['ctas']:4d} CTAs  in flight {r['in_flight_bytes'] / 2**20:6.1f} MiB  "
-              f"{r['b2b_us']:8.1f} us  {r['gb_per_s']:6.0f} GB/s  queueing form {r['queueing_gb_per_s']:6.0f}  "
-              f"err {r['rel_err']:.1e}")
+              f"{r['b2b_us']:8.1f} us  the fit {r['fit_us']:8.1f}  {100 * r['over_fit']:+6.1f}%  err {r['rel_err']:.1e}")
 
 
 def _csv_rows(s: dict, record: Path):
     cols = ("name", "m", "n", "k", "schedule", "ctas", "stage_bytes", "in_flight_bytes", "b2b_us", "bytes",
-            "gb_per_s", "queueing_gb_per_s", "rel_err")
+            "fit_us", "over_fit", "rel_err")
     rows = [{c: r[c] for c in cols} for r in s["cases"]]
-    return rows, f"python -m experiments.research.hbm_stream --summarize {record} (1 GiB copy " \
-                 f"{s['copy_1gib_gb_per_s']:.0f} GB/s)"
+    return rows, (f"python -m experiments.research.hbm_stream --summarize {record}: {STREAM_SERIES} at K "
+                  f"2048-16384 {s['fixed_us']:.2f} us + bytes at {s['stream_gb_per_s']:.0f} GB/s; 1 GiB copy "
+                  f"{s['copy_1gib_gb_per_s']:.0f} GB/s")
 
 
 def main(argv=None) -> None:
