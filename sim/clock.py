@@ -68,7 +68,11 @@ def predict_at_earned_clock(predict_at_profile, schedule, m, n, k, gpu, options:
     meets the profile's clock form. Bisection on the clock, each step a prediction at that
     clock (the activity per clock moves with it: the L2 -> SM port is in ns). The HBM bytes
     are decided once, at the profile's clock (a bisection whose bytes jumped between its steps
-    would not converge). `predict_at_profile(schedule, m, n, k, profile, **options)`."""
+    would not converge). The L2 -> SM activity is the bytes that land in the SMs' shared memory:
+    a multicast box counts at every SM it fills, as it crosses the fabric to each (the clustered
+    256x128 tile, which reads half of one operand from L2, ran at v7's clock and power under the
+    same load: experiments.research.sustained, notes 127; the form was fitted on kernels without
+    clusters, where the two counts are one). `predict_at_profile(schedule, m, n, k, profile, **options)`."""
     import dataclasses
 
     from gemm.schedule import ScheduleError
@@ -94,7 +98,7 @@ def predict_at_earned_clock(predict_at_profile, schedule, m, n, k, gpu, options:
     def at(f):  # the prediction at clock f, and whether its own activity is over the limit there
         p = predict_at_profile(schedule, m, n, k, dataclasses.replace(prof, clock_ghz=f), **options)
         s = p.call["kernel_ms"] * 1e-3
-        return p, over_limit(p.utilization["tensor"], p.bytes["l2_to_sm_bytes"] / s / 1e12,
+        return p, over_limit(p.utilization["tensor"], p.bytes["smem_fill_bytes"] / s / 1e12,
                              p.bytes["hbm_bytes"] / s / 1e12, f, prof.clock_form_coef, prof.clock_form_g,
                              prof.sm_count)
     p, over = at(top)
@@ -110,6 +114,6 @@ def predict_at_earned_clock(predict_at_profile, schedule, m, n, k, gpu, options:
         p = p_lo or at(lo)[0]
     s = p.call["kernel_ms"] * 1e-3
     p.notes.append(f"clock {p.clock_ghz:.3f} GHz earned from this schedule's activity (sim/clock.py: tensor "
-                   f"{p.utilization['tensor']:.2f} per clock, L2->SM {p.bytes['l2_to_sm_bytes'] / s / 1e12:.2f} "
+                   f"{p.utilization['tensor']:.2f} per clock, L2->SM {p.bytes['smem_fill_bytes'] / s / 1e12:.2f} "
                    f"and DRAM {p.bytes['hbm_bytes'] / s / 1e12:.2f} TB/s) instead of the profile's {prof.clock_ghz:.3f}")
     return p

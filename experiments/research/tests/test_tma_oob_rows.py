@@ -31,12 +31,13 @@ def test_a_tall_tile_slows_as_m_falls_below_it(summary):
 
 def test_the_fill_is_hidden_where_the_kernel_waits_on_something_else(summary):
     """The 64-row tile (63 rows out at M = 1) and the 16-row swap-AB tile measure flat in M: the
-    fill runs beside the transfers, so the model keeps them flat too."""
+    fill runs beside the transfers, so the model charges them nothing for it (what moves their
+    prediction with M is their bytes and how far the HBM paces them, not the fill)."""
     for r in summary["schedules"]:
         if r["box_rows"] <= 64:
             pts = r["points"]
             assert max(p["us"] for p in pts) < 1.06 * min(p["us"] for p in pts)
-            assert max(p["charged_us"] for p in pts) < 1.06 * min(p["charged_us"] for p in pts)
+            assert all(p["charged_us"] == pytest.approx(p["free_us"], rel=0.01) for p in pts)
 
 
 def test_the_profile_carries_the_calibrated_figure(summary):
