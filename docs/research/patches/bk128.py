@@ -30,28 +30,30 @@ SHAPES = {"dec1-down": (1, 4096, 11008), "dec16-down": (16, 4096, 11008), "dec64
           "dec128-down": (128, 4096, 11008), "dec1-up": (1, 22016, 4096), "dec16-up": (16, 22016, 4096),
           "dec64-up": (64, 22016, 4096), "dec128-up": (128, 22016, 4096), "sq4096": (4096, 4096, 4096),
           "llama7b-qkv": (4096, 12288, 4096)}
-if __name__ == "__main__":
-    what = sys.argv[1]
-    specs = sorted({s for v in GROUPS.values() for s in v})
+
+
+def run(what: str, groups: dict, shapes: dict) -> None:
+    """check | predict | compile each group's schedules (dn102.py runs its own groups through it)."""
+    specs = sorted({s for v in groups.values() for s in v})
     if what == "check":
         for s in specs:
-            sc = from_spec(s)
-            try:
-                sc.validate() if hasattr(sc, "validate") else None
-            except Exception as e:
-                print("INVALID", s, e)
+            sc = from_spec(s)   # raises ScheduleError where the schedule cannot be built
             print(s, "gaps:", kernel_gaps(sc), "ring", sc.ring_bytes)
     elif what == "predict":
         import sim
-        for shapes, group in GROUPS.items():
-            for name in shapes.split(","):
-                m, n, k = SHAPES[name]
+        for names, group in groups.items():
+            for name in names.split(","):
+                m, n, k = shapes[name]
                 for s in group:
                     p = sim.predict(from_spec(s), m, n, k, gpu="h200-sxm", dtype="float16", clock="load")
-                    print(f"{name:12s} {s[3:]:100s} device {p.ms*1e3:8.2f} us  queued {p.call['queued_ms']*1e3:8.2f}", flush=True)
+                    print(f"{name:12s} {s[3:]:100s} ctas {p.launch['ctas']:4d} device {p.ms*1e3:8.2f} us", flush=True)
     elif what == "compile":
         from gemm.compile import compile_kernel
         from gemm.kernels import KernelConfig
         for s in specs:
             ck = compile_kernel(KernelConfig(from_spec(s), "float16", "k", "k"))
             print(s, ck.registers, "regs", ck.spill_bytes, "spill", flush=True)
+
+
+if __name__ == "__main__":
+    run(sys.argv[1], GROUPS, SHAPES)

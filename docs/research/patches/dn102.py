@@ -1,7 +1,6 @@
 """Run 102: tile shapes for the decode down rows that fill all 132 SMs (split 6 of 22 tiles),
 deeper splits, 64-row swapped tiles; each beside the table's pick."""
 import sys
-from gemm.schedule import from_spec
 P0 = "producer_registers=0,consumer_registers=0"
 SW = "swap_ab=true,epilogue=direct," + P0
 GROUPS = {
@@ -27,18 +26,5 @@ GROUPS = {
 SHAPES = {"dec1-down": (1, 4096, 11008), "dec16-down": (16, 4096, 11008), "dec64-down": (64, 4096, 11008),
           "dec128-down": (128, 4096, 11008)}
 if __name__ == "__main__":
-    specs = sorted({s for v in GROUPS.values() for s in v})
-    if sys.argv[1] == "predict":
-        import sim
-        for shapes, group in GROUPS.items():
-            for name in shapes.split(","):
-                m, n, k = SHAPES[name]
-                for s in group:
-                    p = sim.predict(from_spec(s), m, n, k, gpu="h200-sxm", dtype="float16", clock="load")
-                    print(f"{name:12s} {s[3:]:100s} ctas {p.launch['ctas']:4d} device {p.ms*1e3:8.2f} us", flush=True)
-    else:
-        from gemm.compile import compile_kernel
-        from gemm.kernels import KernelConfig
-        for s in specs:
-            ck = compile_kernel(KernelConfig(from_spec(s), "float16", "k", "k"))
-            print(s, ck.registers, "regs", ck.spill_bytes, "spill", flush=True)
+    from bk128 import run   # the same check / predict / compile, on these groups
+    run(sys.argv[1], GROUPS, SHAPES)
