@@ -69,10 +69,9 @@ def predict_at_earned_clock(predict_at_profile, schedule, m, n, k, gpu, options:
     clock (the activity per clock moves with it: the L2 -> SM port is in ns). The HBM bytes
     are decided once, at the profile's clock (a bisection whose bytes jumped between its steps
     would not converge). The L2 -> SM activity is the bytes that land in the SMs' shared memory:
-    a multicast box counts at every SM it fills, as it crosses the fabric to each (the clustered
-    256x128 tile, which reads half of one operand from L2, ran at v7's clock and power under the
-    same load: experiments.research.sustained, notes 127; the form was fitted on kernels without
-    clusters, where the two counts are one). `predict_at_profile(schedule, m, n, k, profile, **options)`."""
+    a multicast box counts at every SM it fills, as it crosses the fabric to each, so a cluster
+    that halves one operand's L2 reads earns no clock for it (the form was fitted on kernels
+    without clusters, where the two counts are one). `predict_at_profile(schedule, m, n, k, profile, **options)`."""
     import dataclasses
 
     from gemm.schedule import ScheduleError

@@ -182,7 +182,7 @@ class GpuProfile:
     hbm_stream_fixed_us: float = _p(0.0, "measured", "what a launch bound by HBM pays beyond launch_us: the "
                                     "first misses' latency, the rings' fill, the last CTAs' end",
                                     "python -m experiments.research.hbm_stream (the intercept of time against "
-                                    "bytes, less launch_us)")
+                                    "bytes, less what the model gives the same cases with this term at 0)")
 
     # ---- epilogue ----
     store_bytes_per_clk: float = _p(32.0, "assumed", "the direct epilogue: one warpgroup's st.global of C in "

@@ -45,9 +45,9 @@ SPECS = (
     f"v7:block_m=64,block_n=256,{ONE_WARPGROUP},stages=4",
     f"v7:block_n=16,stages=10,{SWAP_AB}",                        # swap-AB: M <= 16
     f"v7:block_n=16,stages=10,split_k=4,{SWAP_AB}",
-    f"v7:block_n=16,block_k=128,stages=5,split_k=4,{SWAP_AB}",  # two 64-wide boxes a stage, the same
-                                                                 # ring bytes: 256 contiguous bytes a
-                                                                 # weight row (notes 128-129)
+    f"v7:block_n=16,block_k=128,stages=5,split_k=4,{SWAP_AB}",  # two 64-wide boxes a stage in the
+                                                                 # same ring bytes: each weight row is
+                                                                 # read 256 contiguous bytes at a time
     f"v7:block_m=192,consumer_warpgroups=1,block_n=16,stages=8,{SWAP_AB}",   # cuBLAS's decode cut: 192 rows
                                                                  # of W a CTA, 115 CTAs of 22016, 8 stages
     f"v7:block_m=192,consumer_warpgroups=1,block_n=16,block_k=128,stages=4,{SWAP_AB}",
