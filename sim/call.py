@@ -30,7 +30,7 @@ import math
 
 from gemm.schedule import INPUT_BYTES, Schedule
 
-from .engines import ACCUMULATOR_BYTES
+from .engines import ACCUMULATOR_BYTES, partial_tile_ns
 from .hardware import GpuProfile
 
 TMA_ALIGN = 16
@@ -83,6 +83,17 @@ def copy_kernels_s(s: Schedule, m: int, n: int, k: int, batch: int, prof: GpuPro
 
 
 def stream_k_fixup_s(s: Schedule, k_iters: int, run: int, prof: GpuProfile) -> float:
+    """Stream-K's partial tiles on a CTA's path: where the profile has split-K's partial tile
+    measured (sim.engines.partial_tile_ns), one such handover (a share's accumulators stored and
+    published, or the others' seen and added) as the kernel's tail; otherwise the bytes alone
+    (shares_read_s)."""
+    partial = partial_tile_ns(s, prof)
+    if partial is not None:
+        return sum(partial) * 1e-9
+    return shares_read_s(s, k_iters, run, prof)
+
+
+def shares_read_s(s: Schedule, k_iters: int, run: int, prof: GpuProfile) -> float:
     """Stream-K's partial tiles: a CTA writes at most one fp32 tile of accumulators (the later
     share of a tile another CTA finishes), and the CTA that finishes a tile reads back the
     shares of the others it spans (a tile of `k_iters` iterations over runs of `run`), one SM
@@ -122,7 +133,11 @@ def timed(kernel_s: float, s: Schedule, m: int, n: int, k: int, batch: int, slic
     (its launch_us included), `tiles` its C tiles (split-K's reduce runs on every slice's CTA),
     `stream_k` (K iterations of a tile, a CTA's run of the shared ones) when tiles are shared by
     K iteration. Times in ms."""
-    reduce_s = in_kernel_reduce_s(m, n, batch, slices, max(tiles, 1), prof) if s.split_k > 1 else 0.0
+    # split-K's sum: inside the K loops' time where the profile has it measured (each unit's own,
+    # sim.engines.partial_tile_ns), else after them at the GPU's rates
+    summed_in_units = partial_tile_ns(s, prof) is not None
+    reduce_s = (in_kernel_reduce_s(m, n, batch, slices, max(tiles, 1), prof)
+                if s.split_k > 1 and not summed_in_units else 0.0)
     reduce_s += stream_k_fixup_s(s, *stream_k, prof) if stream_k[1] else 0.0
     copy_s, copies = copy_kernels_s(s, m, n, k, batch, prof)
     kernels = 1 + copies

@@ -360,6 +360,20 @@ def zero_fill_clk(gpu: GpuProfile, oob_rows: float) -> float:
     return oob_rows * gpu.ns_to_clk(gpu.tma_oob_row_ns)
 
 
+def partial_tile_ns(s: Schedule, gpu: GpuProfile) -> tuple[float, float] | None:
+    """A split unit's partial tile once its K loop is done, in ns, where the profile has it
+    measured (experiments.research.split_k_phases): (the CTA's fp32 stores of the whole tile up
+    to the fence that publishes them, its consumer warpgroups side by side; the handshake with
+    the tile's other slices and the sum of this CTA's share, which reads the tile's fp32 bytes
+    over all the slices). A masked edge tile issues the same stores, so the whole tile counts.
+    None where the profile has no such measurement."""
+    if gpu.split_store_bytes_per_ns is None:
+        return None
+    tile = s.block_m * s.block_n * ACCUMULATOR_BYTES
+    return (tile / gpu.split_store_bytes_per_ns,
+            gpu.split_sync_us * 1e3 + tile / gpu.split_sum_bytes_per_ns)
+
+
 class SmEngines:
     """The shared engines of one SM: tensor cores, the L2 -> SM port, the HBM share, TMA,
     and the store path to L2."""

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from gemm.schedule import WGMMA_K, Schedule
 
-from .engines import Trace, box_clk, multicast_port_share, wgmma_clk, zero_fill_clk
+from .engines import Trace, box_clk, multicast_port_share, partial_tile_ns, wgmma_clk, zero_fill_clk
 from .hardware import GpuProfile, load_profile
 from .schedules import CtaWork, boxes, oob_rows
 
@@ -82,7 +82,15 @@ def steady_sm(s: Schedule, gpu: GpuProfile, ctas: int, k_iters: int, miss_rate: 
     period = max(chain, depth_bound, c * cw * group, c * mem, c * fill)
 
     part = s.rows_per_warpgroup * s.block_n * work.out_bytes
-    if s.stores_via_tma:
+    partial = partial_tile_ns(s, g) if s.split_k > 1 else None
+    if partial is not None:   # split-K: the fp32 partial out, every slice in, this CTA's share summed
+        epilogue = g.ns_to_clk(sum(partial)) + bar
+        if work.tiles > 1:
+            # the next unit's first loads, issued as this unit's last K tiles freed their stages,
+            # land meanwhile: up to one load's trip of it is hidden
+            epilogue -= min(epilogue, load_trip)
+        drain = 0.0
+    elif s.stores_via_tma:
         store_rate = (g.tma_store_bytes_per_ns or g.l2_sm_bytes_per_ns or g.l2_sm_bytes_per_clk * g.clock_ghz) \
             / g.clock_ghz
         epilogue = part / g.smem_bytes_per_clk + bar + g.tma_issue_clk

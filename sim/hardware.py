@@ -194,6 +194,22 @@ class GpuProfile:
 
     # ---- barriers ----
     bar_sync_clk: int = _p(24, "paper", "bar.sync of one block, all warps arriving together")
+    # ---- split-K's and stream-K's partial tiles (python -m experiments.research.split_k_phases) ----
+    split_store_bytes_per_ns: float | None = _p(None, "measured", "one CTA's stores of its fp32 partial tile "
+                                                "(8-byte stores in the accumulator fragment layout) up to the "
+                                                "fence that makes them visible GPU-wide, bytes per ns; None: the "
+                                                "direct epilogue's store_bytes_per_clk, and the sum at the GPU's "
+                                                "rates after the K loops (sim.call.in_kernel_reduce_s)",
+                                                "the slope of the stores-and-fence phase against the tile's fp32 "
+                                                "bytes over the probe's split-K cases")
+    split_sum_bytes_per_ns: float | None = _p(None, "measured", "one CTA's sum of its share of a split tile: the tile's "
+                                       "fp32 bytes it reads over every slice's partial (16-byte loads through L2), "
+                                       "bytes per ns", "the slope of the sum phase, same cases")
+    split_sync_us: float = _p(0.0, "measured", "a split unit's fixed cost on its CTA's path besides those bytes: "
+                              "the fence's drain, the handshake (the count-in and the poll that sees the tile's "
+                              "last slice, beyond that slice's own arrival) and the sum's first loads' latency; a "
+                              "stream-K share handed over (a flag set and seen) pays it too",
+                              "the two phases' intercepts and the handshake's median, same cases")
     mbarrier_arrive_clk: int = _p(8, "assumed", "an mbarrier arrive")
     mbarrier_wait_clk: int = _p(20, "assumed", "an mbarrier try_wait that succeeds, with the wake-up")
     runtime_index_clk: int = _p(16, "assumed", "V2's runtime stage index per K iteration: iter % stages, the "
