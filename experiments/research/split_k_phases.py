@@ -93,7 +93,7 @@ def measure(path) -> None:
         launch()
         torch.cuda.synchronize()
         last = float((out.float() - ref).abs().max() / ref.abs().max())
-        errors[-1] = float(np.fmax(errors[-1], last)) if not (np.isnan(last) or np.isnan(errors[-1])) else float("nan")
+        errors[-1] = float(np.maximum(errors[-1], last))     # NaN if either launch left an element unwritten
         arrays[f"case{i}"] = probe.get().astype(np.int64)
         print(f"{CASES[i][0]:12s} {spec[3:60]:57s} {ctas:4d} CTAs {loop_us[-1]:8.2f} us a launch  err {errors[-1]:.1e}",
               flush=True)
@@ -142,7 +142,8 @@ def phases(stamps, schedule) -> dict:
     return out
 
 
-def summarize(path) -> list[dict]:
+def summarize(path, model: bool = True) -> list[dict]:
+    """Each recorded case's phases; with `model`, sim.predict's device time and reduce beside."""
     import numpy as np
 
     import sim
@@ -153,10 +154,12 @@ def summarize(path) -> list[dict]:
         if f"case{i}" not in record:
             continue
         s = from_spec(spec)
-        p = sim.predict(s, m, n, k, gpu="h200-sxm", dtype="float16", clock="load")
-        rows.append({"name": name, "schedule": spec, "loop_us": float(record["loop_us"][i]),
-                     "rel_err": float(record["rel_err"][i]), **phases(record[f"case{i}"], s),
-                     "model_device_us": p.ms * 1e3, "model_reduce_us": p.call["reduce_ms"] * 1e3})
+        row = {"name": name, "schedule": spec, "loop_us": float(record["loop_us"][i]),
+               "rel_err": float(record["rel_err"][i]), **phases(record[f"case{i}"], s)}
+        if model:
+            p = sim.predict(s, m, n, k, gpu="h200-sxm", dtype="float16", clock="load")
+            row.update(model_device_us=p.ms * 1e3, model_reduce_us=p.call["reduce_ms"] * 1e3)
+        rows.append(row)
     return rows
 
 
@@ -168,8 +171,10 @@ def calibrate(path) -> dict:
     import numpy as np
 
     from gemm.schedule import from_spec
-    rows = [r for r in summarize(path) if from_spec(r["schedule"]).split_k > 1]
-    tile = np.array([from_spec(r["schedule"]).block_m * from_spec(r["schedule"]).block_n * 4 for r in rows], float)
+    split = [(r, from_spec(r["schedule"])) for r in summarize(path, model=False)]
+    split = [(r, s) for r, s in split if s.split_k > 1]
+    rows = [r for r, _ in split]
+    tile = np.array([s.block_m * s.block_n * 4 for _, s in split], float)
     store_slope, store_at0 = np.polyfit(tile, [r["store_fence"] * 1e3 for r in rows], 1)   # ns per byte, ns
     sum_slope, sum_at0 = np.polyfit(tile, [r["sum"] * 1e3 for r in rows], 1)
     handshake = float(np.median([r["handshake"] for r in rows]))
