@@ -2,7 +2,8 @@
 
 numba's own launch path type-checks and boxes every argument (about 45 us a call
 with three arrays, see shared/device/NOTES.md). The kernels take only scalars, so
-the cubin is loaded with cuda.core and launched with cuda.bindings' cuLaunchKernel.
+the cubin is loaded with cuda.core and launched with the driver's cuLaunchKernel through
+CuPy's Cython binding, its arguments packed once per prepared launch.
 Loading raises the kernel's dynamic shared-memory limit past 48 KB.
 """
 from __future__ import annotations
@@ -131,18 +132,12 @@ _ARG_TYPES = ((ctypes.c_int64,) * 5 + (ctypes.c_int32,) * 3 + (ctypes.c_uint32, 
 
 @lru_cache(maxsize=1)
 def _cu_launch_kernel():
-    """libcuda's cuLaunchKernel called through ctypes with its arguments converted once, where
-    cuda.bindings' wrapper converts all eleven on every call. The same libcuda the driver
-    bindings use (one copy per process)."""
-    fn = ctypes.CDLL("libcuda.so.1").cuLaunchKernel
-    fn.restype = ctypes.c_int
-    fn.argtypes = ([ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3)
-    return fn
-
-
-def _launch_error(err: int) -> str:
-    from cuda.bindings import driver
-    return driver.cuGetErrorName(driver.CUresult(err))[1].decode()
+    """cuLaunchKernel through CuPy's Cython binding of the driver (cupy_backends): it takes the
+    eleven arguments as plain integers and converts them in C, a fraction of a microsecond where
+    a ctypes call with converted arguments costs ~1 us on the H200's host. The same libcuda the
+    driver bindings use (one copy per process)."""
+    from cupy_backends.cuda.api.driver import launchKernel
+    return launchKernel
 
 
 class Launch:
@@ -162,10 +157,8 @@ class Launch:
         self.grid = grid
         self.values = [kind(value) for kind, value in zip(arg_types, args)]
         self.pointers = (ctypes.c_void_p * len(args))(*(ctypes.addressof(v) for v in self.values))
-        u = ctypes.c_uint
-        self.driver_args = (ctypes.c_void_p(int(loaded.function)), u(grid[0]), u(grid[1]), u(grid[2]),
-                            u(loaded.threads), u(1), u(1), u(loaded.shared_bytes), ctypes.c_void_p(stream_handle),
-                            ctypes.c_void_p(ctypes.addressof(self.pointers)), None)
+        self.driver_args = (int(loaded.function), grid[0], grid[1], grid[2], loaded.threads, 1, 1,
+                            loaded.shared_bytes, stream_handle, ctypes.addressof(self.pointers), 0)
         self.launch_kernel = _cu_launch_kernel()
 
     def __call__(self, c: int | None = None, c_map: int | None = None) -> None:
@@ -173,9 +166,10 @@ class Launch:
             self.values[self.C].value = c
         if c_map is not None:
             self.values[self.C_MAP].value = c_map
-        err = self.launch_kernel(*self.driver_args)
-        if err:
-            raise RuntimeError(f"kernel launch failed: {_launch_error(err)}")
+        try:
+            self.launch_kernel(*self.driver_args)
+        except Exception as exc:   # cupy_backends' CUDADriverError names the driver's error
+            raise RuntimeError(f"kernel launch failed: {exc}") from exc
 
 
 def launch(loaded: LoadedKernel, grid, stream_handle: int, tmap_a: int, tmap_b: int, tmap_c: int,

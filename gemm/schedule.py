@@ -95,6 +95,9 @@ class Schedule:
     consumer_registers: int = 0     # registers and the consumers grow to this (0: no setmaxnreg)
     # --- parallelism for small grids ---
     split_k: int = 1                # K cut into this many slices: fp32 partials, then a reduce
+    split_cluster: bool = False     # a tile's split_k slices run as one cluster and add their
+                                    # partials through distributed shared memory (no workspace,
+                                    # no global handshake); False: partials through global memory
     swap_ab: bool = False           # compute C^T = B^T A^T: a small M becomes WGMMA's N
     stream_k: bool = False          # the last partial wave's tiles (and stream_k_waves full waves
                                     # before it) shared out evenly by K iteration over the
@@ -143,7 +146,8 @@ class Schedule:
     @property
     def shared_bytes(self) -> int:
         """Dynamic shared memory the kernel asks for (1 KB slack to align the ring)."""
-        return self.ring_bytes + self.barrier_bytes + self.epilogue_bytes + 1024
+        return (self.ring_bytes + self.barrier_bytes + self.epilogue_bytes + self.split_exchange_bytes
+                + (16 if self.split_cluster else 0) + 1024)
 
     @property
     def threads(self) -> int:
@@ -177,8 +181,25 @@ class Schedule:
         return self.block_n
 
     @property
-    def cluster_size(self) -> int:
+    def multicast_size(self) -> int:
+        """CTAs that share an operand by TMA multicast (cluster_m x cluster_n)."""
         return self.cluster_m * self.cluster_n
+
+    @property
+    def cluster_size(self) -> int:
+        """CTAs per launched cluster: the multicast group, times split_k when a tile's slices
+        form the cluster (split_cluster)."""
+        return self.multicast_size * (self.split_k if self.split_cluster else 1)
+
+    @property
+    def split_exchange_bytes(self) -> int:
+        """Shared memory a split_cluster kernel receives its partners' partials in: split_k slots,
+        each one slice's share of every consumer thread's fp32 accumulator pairs."""
+        if not self.split_cluster or self.split_k < 2:
+            return 0
+        threads = self.consumer_warpgroups * WARPGROUP_THREADS
+        pairs = self.block_m * self.block_n // (2 * threads)
+        return self.split_k * (-(-pairs // self.split_k)) * threads * 8
 
     @property
     def uses_setmaxnreg(self) -> bool:
@@ -260,14 +281,20 @@ class Schedule:
         need(not self.stream_k or self.persistent,
              "stream_k shares tiles out over a persistent grid: it needs persistent=True")
         need(not (self.stream_k and self.split_k > 1), "stream_k and split_k > 1 both cut K: choose one")
+        need(not self.split_cluster or self.split_k > 1,
+             "split_cluster runs a tile's split_k slices as one cluster: it needs split_k > 1")
+        need(not self.split_cluster or self.multicast_size == 1,
+             "split_cluster with cluster_m/cluster_n > 1: a cluster either shares an operand or "
+             "holds one tile's K slices, not both")
         need(0 <= self.stream_k_waves <= MAX_STREAM_K_WAVES,
              f"stream_k_waves={self.stream_k_waves}: stream-K shares 0 to {MAX_STREAM_K_WAVES} full waves "
              "besides the partial one")
         for axis, size in (("cluster_m", self.cluster_m), ("cluster_n", self.cluster_n)):
             need(size >= 1 and size & (size - 1) == 0, f"{axis}={size} must be a power of two")
         need(self.cluster_size <= MAX_CLUSTER_SIZE,
-             f"a cluster of {self.cluster_m}x{self.cluster_n} CTAs is above the portable maximum "
-             f"of {MAX_CLUSTER_SIZE}")
+             f"a cluster of {self.cluster_size} CTAs ({self.cluster_m}x{self.cluster_n}"
+             + (f", x split_k={self.split_k} with split_cluster" if self.split_cluster else "")
+             + f") is above the portable maximum of {MAX_CLUSTER_SIZE}")
         need(self.cluster_size == 1 or self.family == "specialized",
              "clusters (TMA multicast) are a feature of the specialized (warp-specialized) kernels")
         need(not self.persistent or self.family == "specialized",
@@ -354,14 +381,17 @@ def kernel_gaps(s: Schedule) -> list[str]:
                             "(family='specialized', producer_warps=4)")
     if s.cluster_size > 1 and not warpgroup_producer:
         gaps.append("clusters are built only in the producer-warpgroup kernel (producer_warps=4)")
-    if s.cluster_size > 2:
-        gaps.append(f"a cluster of {s.cluster_size} CTAs: the kernel multicasts to pairs (cluster of 2)")
+    if s.multicast_size > 2:
+        gaps.append(f"a cluster of {s.multicast_size} CTAs sharing an operand: the kernel multicasts "
+                    "to pairs (cluster of 2)")
     if s.cluster_m > 1 and s.cluster_n > 1:
         gaps.append("a cluster along both M and N: the kernel multicasts one operand")
     if s.accumulate == "float16" and s.split_k > 1:
         gaps.append("split_k with fp16 accumulation: the partials are fp32")
     if s.split_k > 1 and not warpgroup_producer:
         gaps.append("split_k > 1 is built only in the producer-warpgroup kernel")
+    if s.split_cluster and not s.persistent:
+        gaps.append("split_cluster is built in the persistent kernel (persistent=True)")
     if s.stream_k and s.cluster_size > 1:
         gaps.append("stream_k with clusters: the kernel shares single tiles, not a cluster's pair")
     if s.stream_k and s.accumulate == "float16":

@@ -163,7 +163,7 @@ def _tile_order(raster: str, g: int, tm: int, tn: int) -> tuple[np.ndarray, np.n
 def memory_traffic(s: Schedule, m: int, n: int, k: int, per_wave: int, batch: int = 1) -> dict:
     """Bytes over the L2 -> SM path and from HBM (see _memory_traffic); cached on what it reads."""
     key = (s.block_m, s.block_n, s.block_k, s.raster, s.raster_group, s.cluster_m, s.cluster_n, s.split_k,
-           s.swap_ab, m, n, k, per_wave, batch)
+           s.split_cluster, s.swap_ab, m, n, k, per_wave, batch)
     if key not in _TRAFFIC:
         if len(_TRAFFIC) > 4096:
             _TRAFFIC.clear()
@@ -207,7 +207,8 @@ def _memory_traffic(s: Schedule, m: int, n: int, k: int, per_wave: int, batch: i
         used = np.zeros((int(wave[-1]) + 1, slices * batch * count), bool)   # [wave, panel]: read in that wave
         used[wave, layer * count + idx] = True
         hbm += int(used.sum(axis=0) @ np.tile(panel.T.ravel(), batch))
-    c_bytes = m * n * batch * (INPUT_BYTES if s.split_k == 1 else slices * ACCUMULATOR_BYTES)
+    # split-K's partials go through a workspace, except inside a cluster (shared memory)
+    c_bytes = m * n * batch * (INPUT_BYTES if s.split_k == 1 or s.split_cluster else slices * ACCUMULATOR_BYTES)
     return {"l2_to_sm_bytes": int(round(l2_bytes)), "smem_fill_bytes": int(a_read + b_read),
             "hbm_read_bytes": int(hbm), "hbm_write_bytes": int(c_bytes), "hbm_bytes": int(hbm + c_bytes),
             "l2_hit_rate": 1.0 - hbm / l2_bytes,
@@ -366,10 +367,15 @@ def partial_tile_ns(s: Schedule, gpu: GpuProfile) -> tuple[float, float] | None:
     to the fence that publishes them, its consumer warpgroups side by side; the handshake with
     the tile's other slices and the sum of this CTA's share, which reads the tile's fp32 bytes
     over all the slices). A masked edge tile issues the same stores, so the whole tile counts.
-    None where the profile has no such measurement."""
+    None where the profile has no such measurement. Split-K inside a cluster (split_cluster):
+    (the shares sent to the partners' shared memory, the tile's bytes but this CTA's own share;
+    the round of barriers and the sum of its share from its own shared memory)."""
+    tile = s.block_m * s.block_n * ACCUMULATOR_BYTES
+    if s.split_cluster:
+        return (tile * (s.split_k - 1) / s.split_k / gpu.cluster_exchange_bytes_per_ns,
+                gpu.cluster_exchange_sync_us * 1e3 + tile / gpu.cluster_sum_bytes_per_ns)
     if gpu.split_store_bytes_per_ns is None:
         return None
-    tile = s.block_m * s.block_n * ACCUMULATOR_BYTES
     return (tile / gpu.split_store_bytes_per_ns,
             gpu.split_sync_us * 1e3 + tile / gpu.split_sum_bytes_per_ns)
 

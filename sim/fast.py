@@ -72,7 +72,7 @@ def steady_sm(s: Schedule, gpu: GpuProfile, ctas: int, k_iters: int, miss_rate: 
         # one warpgroup's iteration: its overheads, its group and (W = 0) the group's tail, while
         # the other warpgroups' groups keep the tensor cores busy; with W >= 1 the tail overlaps
         chain = max(own + group + (tail if keep == 0 else 0.0), cw * group)
-        remote = g.cluster_arrive_clk if s.cluster_size > 1 else 0.0
+        remote = g.cluster_arrive_clk if s.multicast_size > 1 else 0.0
         refill = arrive + remote + try_wait + index + load_trip + try_wait     # a release to the data's use
         # a stage comes back once every warpgroup's group on it is done (all the consumers'
         # groups run one after another on the tensor cores) ...

@@ -210,6 +210,27 @@ class GpuProfile:
                               "last slice, beyond that slice's own arrival) and the sum's first loads' latency; a "
                               "stream-K share handed over (a flag set and seen) pays it too",
                               "the two phases' intercepts and the handshake's median, same cases")
+    cluster_exchange_bytes_per_ns: float = _p(25.0, "assumed", "split_cluster: one CTA's stores of its fp32 "
+                                              "partial's shares into its partners' shared memory "
+                                              "(st.shared::cluster over the SM-to-SM network), bytes per ns",
+                                              "the order of the SM-to-SM network's rate per SM that published "
+                                              "Hopper microbenchmarks report (~3.3 TB/s over a full GPU); to "
+                                              "measure: experiments.research.split_k_phases on split_cluster "
+                                              "kernels")
+    cluster_exchange_sync_us: float = _p(0.5, "assumed", "split_cluster: a tile's round of barriers on the "
+                                         "CTA's path (the release of its sends, the wait for every slice's, "
+                                         "the \"free\" wait before the next tile's)",
+                                         "a few remote-arrive and acquire round trips of ~0.2 us; to measure "
+                                         "as cluster_exchange_bytes_per_ns")
+    cluster_sum_bytes_per_ns: float = _p(100.0, "assumed", "split_cluster: one CTA's sum of its share, the "
+                                         "tile's fp32 bytes over every slot read from its own shared memory "
+                                         "with its C stores, bytes per ns",
+                                         "shared memory reads well under their 128 B a clock, the share's C "
+                                         "stores beside them; to measure as cluster_exchange_bytes_per_ns")
+    cluster_slots: dict = _p(dict, "measured", "CTAs the GPU holds at once, by cluster size, for kernels of one "
+                             "CTA per SM (a cluster's CTAs share a GPC, so a size that does not divide every GPC's "
+                             "SMs leaves some idle); a size not listed: every SM",
+                             "cuOccupancyMaxActiveClusters (gemm.launch._resident_clusters)")
     mbarrier_arrive_clk: int = _p(8, "assumed", "an mbarrier arrive")
     mbarrier_wait_clk: int = _p(20, "assumed", "an mbarrier try_wait that succeeds, with the wake-up")
     runtime_index_clk: int = _p(16, "assumed", "V2's runtime stage index per K iteration: iter % stages, the "
@@ -398,6 +419,7 @@ def load_profile(name: str, profiles_dir: Path | str | None = None) -> GpuProfil
     for key in ("l2_feed_by_sm", "sm_dispatch_order", "l2_side_by_sm", "clock_form_coef"):  # lists -> tuples (frozen)
         if data.get(key) is not None:
             data[key] = tuple(data[key])
-    if "wgmma_tail_clk" in data:
-        data["wgmma_tail_clk"] = {int(k): v for k, v in data["wgmma_tail_clk"].items()}
+    for key in ("wgmma_tail_clk", "cluster_slots"):   # JSON's string keys -> ints
+        if key in data:
+            data[key] = {int(k): v for k, v in data[key].items()}
     return dataclasses.replace(base, **data)

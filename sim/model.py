@@ -155,7 +155,10 @@ def _predict(s: Schedule, m: int, n: int, k: int, prof: GpuProfile, dtype: str =
         raise ScheduleError(f"schedule {s.name!r}: no CTA fits on an SM (limits {res['limits']})")
 
     # 2. the grid and its waves
-    lg = launch_grid(s, m, n, k, batch, slots=prof.sm_count * c)
+    slots = prof.sm_count * c
+    if c == 1 and s.cluster_size in prof.cluster_slots:   # clusters confined to a GPC leave SMs idle
+        slots = prof.cluster_slots[s.cluster_size]
+    lg = launch_grid(s, m, n, k, batch, slots=slots)
     wv = waves(lg.ctas, prof.sm_count, c)
     concurrent = min(lg.ctas, wv["per_wave"])          # units in flight together
     busy_sms = min(prof.sm_count, lg.ctas)

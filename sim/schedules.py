@@ -123,7 +123,7 @@ class Cta:
         self.end: float | None = None
         self.full = [Mbarrier(env, 1) for _ in range(s.stages)]
         # in a cluster every CTA's consumers release each stage (the producers multicast into it)
-        self.empty = [Mbarrier(env, s.consumer_warpgroups * s.cluster_size) for _ in range(s.stages)]
+        self.empty = [Mbarrier(env, s.consumer_warpgroups * s.multicast_size) for _ in range(s.stages)]
         self.k_steps = s.block_k // WGMMA_K
         # a cluster along M shares each B tile (multicast), along N each A tile
         self.a_cluster, self.b_cluster = s.cluster_n, s.cluster_m
@@ -180,7 +180,7 @@ class Cta:
         which run the same loop, arrive too, `cluster_arrive_clk` later (remote arrive)."""
         yield from self._step(role, "arrive empty", "release", self.gpu.mbarrier_arrive_clk)
         self.empty[st].arrive()
-        for _ in range(self.s.cluster_size - 1):
+        for _ in range(self.s.multicast_size - 1):
             self.env.process(self._remote_arrive(st))
 
     def _remote_arrive(self, st):

@@ -28,6 +28,12 @@ CASES = [
     KernelConfig(preset("v7", stream_k=True)),
     # split-K's reduce writes C from the workspace: no stmatrix, no TMA store, no staging tile
     KernelConfig(preset("v7", stages=4, split_k=4)),
+    # split-K inside a cluster: the slices' partials through distributed shared memory
+    KernelConfig(preset("v7", block_n=128, stages=4, split_k=2, split_cluster=True)),
+    KernelConfig(preset("v7", block_m=64, block_n=128, consumer_warpgroups=1, stages=8, producer_registers=0,
+                        consumer_registers=0, split_k=4, split_cluster=True), "bfloat16", "mn", "k"),
+    KernelConfig(preset("v7", block_n=16, block_k=128, stages=5, split_k=4, swap_ab=True, epilogue="direct",
+                        producer_registers=0, consumer_registers=0, split_cluster=True), "float16", "k", "mn"),
 ]
 
 
@@ -58,13 +64,18 @@ def test_feature_instructions(compiled):
     assert f"m64n{s.block_n}k16.{acc}." in ptx
     per_tile = (s.block_k // 16) * cfg.m_blocks
     assert len(re.findall(r"wgmma\.mma_async", ptx)) % per_tile == 0
-    assert (".reqnctapercluster 2, 1, 1" in ptx) == (s.cluster_size == 2)
-    assert ("multicast::cluster" in ptx) == (s.cluster_size == 2)
-    assert ("mapa.shared::cluster" in ptx) == (s.cluster_size == 2)
-    assert ("barrier.cluster.arrive" in ptx) == (s.cluster_size == 2)
+    assert (f".reqnctapercluster {s.cluster_size}, 1, 1" in ptx) == (s.cluster_size > 1)
+    assert ("multicast::cluster" in ptx) == (s.multicast_size == 2)
+    assert ("mapa.shared::cluster" in ptx) == (s.cluster_size > 1)
+    assert ("barrier.cluster.arrive" in ptx) == (s.cluster_size > 1)
     # a stage is released on the partner's barrier with the default (CTA-scope release)
-    # semantics: `.release.cluster` costs a GPU-wide MEMBAR before every arrival, in the K loop
-    assert "mbarrier.arrive.release.cluster" not in ptx
+    # semantics: `.release.cluster` costs a GPU-wide MEMBAR before every arrival, in the K loop.
+    # Split-K inside a cluster releases its partials so, once a tile: "ready" and "free" on
+    # every slice's CTA, and no global workspace
+    releases = len(re.findall(r"mbarrier\.arrive\.release\.cluster", ptx))
+    assert releases == (2 * s.split_k if s.split_cluster else 0)
+    assert ("st.shared::cluster.v2.f32" in ptx) == s.split_cluster
+    assert ("atom.global" in ptx) == ((s.split_k > 1 and not s.split_cluster) or s.stream_k)
     tma_store = s.stores_via_tma
     assert ("stmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx) == tma_store
     assert ("cp.async.bulk.tensor.2d.global.shared::cta" in ptx) == tma_store
@@ -104,6 +115,39 @@ def test_split_k_stages_no_c_tile():
     assert split.shared_bytes == 4 * (128 + 256) * 64 * 2 + 2 * 8 * 4 + 1024
     with pytest.raises(ScheduleError, match="227 KB"):
         preset("v7", stages=4)
+
+
+def test_split_cluster_exchange_fits_past_the_barriers():
+    """Split-K inside a cluster keeps no workspace: its slots (every slice's share of each
+    consumer thread's fp32 pairs) and its two barriers follow the ring's barriers."""
+    cfg = KernelConfig(preset("v7", block_n=128, stages=4, split_k=2, split_cluster=True))
+    s = cfg.schedule
+    assert s.cluster_size == 2 and s.multicast_size == 1 and cfg.empty_arrivals == 8
+    assert cfg.split_barrier_offset == cfg.barrier_offset + 2 * 8 * 4
+    assert cfg.exchange_offset == cfg.split_barrier_offset + 16
+    assert s.split_exchange_bytes == 128 * 128 * 4          # two slots of half the tile's fp32 pairs
+    assert cfg.exchange_offset + s.split_exchange_bytes + 1024 <= cfg.shared_bytes
+    assert cfg.workspace_regions(1024, 1024, 1, 132) == (0, 0)
+    assert cfg.units(1024, 1024) == 64                       # a cluster's unit is a whole tile
+    assert cfg.grid(1024, 1024, resident_clusters=66) == (128, 1, 1)
+    # three slices of 32 pairs: shares of 10, 11 and 11, slots sized for the largest
+    three = preset("v7", block_n=128, stages=4, split_k=3, split_cluster=True)
+    assert three.split_exchange_bytes == 3 * 11 * 256 * 8
+
+
+@pytest.mark.parametrize("changes,limit", [
+    (dict(split_cluster=True), "needs split_k > 1"),
+    (dict(block_n=64, stages=2, split_k=2, split_cluster=True, cluster_m=2), "not both"),
+    (dict(block_n=64, stages=2, split_k=16, split_cluster=True), "portable maximum"),
+])
+def test_split_cluster_limits(changes, limit):
+    with pytest.raises(ScheduleError, match=limit):
+        preset("v7", **changes)
+
+
+def test_split_cluster_needs_the_persistent_kernel():
+    with pytest.raises(KernelGapError, match="persistent"):
+        KernelConfig(preset("v7", block_n=128, stages=4, split_k=2, split_cluster=True, persistent=False))
 
 
 @pytest.mark.parametrize("changes,limit", [

@@ -37,6 +37,17 @@ SCHEDULES = {
                              epilogue="direct", producer_registers=0, consumer_registers=0),
     "v7-swap-ab-splitk4": preset("v7", block_n=64, stages=8, split_k=4, swap_ab=True, epilogue="direct",
                                  producer_registers=0, consumer_registers=0),
+    # split-K inside a cluster: a tile's slices add their partials through distributed shared
+    # memory (2, 3 and 8 slices: shares of unequal length, a cluster of the portable maximum)
+    "v7-128-dsmem-splitk2": preset("v7", block_n=128, stages=4, split_k=2, split_cluster=True),
+    "v7-128-dsmem-splitk3": preset("v7", block_n=128, stages=4, split_k=3, split_cluster=True),
+    "v7-128-dsmem-splitk8": preset("v7", block_n=128, stages=3, split_k=8, split_cluster=True),
+    "v7-128x64-dsmem-splitk2": preset("v7", block_n=64, stages=8, split_k=2, split_cluster=True),
+    "v7-64x128-dsmem-splitk4": preset("v7", block_m=64, block_n=128, consumer_warpgroups=1, stages=6,
+                                      producer_registers=0, consumer_registers=0, split_k=4, split_cluster=True),
+    "v7-swap-ab-dsmem-splitk4": preset("v7", block_n=16, block_k=128, stages=5, split_k=4, swap_ab=True,
+                                       epilogue="direct", producer_registers=0, consumer_registers=0,
+                                       split_cluster=True),
     # stream-K: the last partial wave's tiles and one wave before them shared out by K iteration
     "v7-stream-k": preset("v7", stream_k=True),
     # ... or the last partial wave's alone (every tile when there are fewer than CTAs)
@@ -56,7 +67,7 @@ MAJORS = [("row", "row"), ("row", "col"), ("col", "row"), ("col", "col")]
 # seed's layout (B stored [N, K]) elsewhere
 # swap-AB: the operands trade roles; 128x64 split-K: a narrow N box in every majorness
 ALL_MAJORS = ("v7-cluster-m", "v7-cluster-n", "v7-128x64-s8-splitk2", "v7-swap-ab", "v7-swap-ab-192",
-              "v7-swap-ab-splitk4", "v7-swap-ab-stream-k")
+              "v7-swap-ab-splitk4", "v7-swap-ab-stream-k", "v7-128x64-dsmem-splitk2", "v7-swap-ab-dsmem-splitk4")
 
 
 def _dtypes(name):
@@ -134,12 +145,14 @@ def test_exact_on_small_integers(name):
 
 
 @pytest.mark.parametrize("name", ["v7", "v7-128-splitk3", "v7-64x128-splitk4", "v7-128x64-s8-splitk2",
-                                  "v7-swap-ab-splitk4", "v7-stream-k",
+                                  "v7-swap-ab-splitk4", "v7-128-dsmem-splitk3", "v7-128-dsmem-splitk8",
+                                  "v7-swap-ab-dsmem-splitk4", "v7-stream-k",
                                   "v7-stream-k-partial-wave", "v7-128-stream-k-direct"])
 def test_repeated_calls_are_bitwise_equal(name):
     """The same inputs give the same bits launch after launch: no race between the producer's
     refills, the partner's multicast and the consumers' reads or the staged stores; split-K
-    sums its slices, and stream-K a tile's shares, in one order whoever finishes first."""
+    sums its slices (through a workspace or a cluster's shared memory), and stream-K a tile's
+    shares, in one order whoever finishes first."""
     import torch
 
     import gemm

@@ -1,9 +1,11 @@
 """Where a split-K or stream-K unit's time goes, phase by phase: a clock-probe build of the
-persistent kernel with `docs/research/patches/split-k-phases.patch` applied stamps six points of
+persistent kernel with `docs/research/patches/split-k-phases.patch` applied (on trees with
+split_cluster, `split-k-phases-cluster.patch`) stamps six points of
 each of a CTA's first eight work units (clock64 and %globaltimer, consumer thread 0):
 
-  0 the unit begins                 3 split-K: its partial stored and fenced (stream-K: given,
-  1 its first K tile has landed       or about to take the others' shares)
+  0 the unit begins                 3 split-K: its partial stored and fenced (split_cluster: its
+  1 its first K tile has landed       shares sent into the partners' shared memory; stream-K:
+                                      given, or about to take the others' shares)
   2 its last WGMMA is done          4 split-K: every slice of the tile has counted in (stream-K:
                                       the shares taken)
                                     5 its share of C summed and stored (or the tile stored)
@@ -43,6 +45,20 @@ CASES = (
     ("sq512", 512, 512, 512, "v7:block_n=64,stages=8,split_k=2"),
     ("sq512", 512, 512, 512, f"v7:block_m=64,block_n=128,consumer_warpgroups=1,{P0},stages=8"),
     ("sq4096", 4096, 4096, 4096, "v7:block_n=128,stages=4,split_k=2"),
+    # split-K inside a cluster (split_cluster): 3 the shares sent and released, 4 every slice's in
+    ("k16k-1024", 1024, 1024, 16384, "v7:block_n=128,stages=4,split_k=2,split_cluster=true"),
+    ("k16k-1024", 1024, 1024, 16384, "v7:block_n=128,stages=4,split_k=4,split_cluster=true"),
+    ("dec128-down", 128, 4096, 11008, "v7:block_n=128,stages=4,split_k=4,split_cluster=true"),
+    ("dec128-down", 128, 4096, 11008, "v7:block_n=64,stages=8,split_k=2,split_cluster=true"),
+    ("dec1-down", 1, 4096, 11008,
+     f"v7:block_n=16,block_k=128,stages=5,split_k=4,swap_ab=true,epilogue=direct,{P0},split_cluster=true"),
+    ("dec64-down", 64, 4096, 11008, f"v7:block_n=64,stages=8,split_k=4,swap_ab=true,epilogue=direct,{P0},"
+                                    "split_cluster=true"),
+    ("dec64-down", 64, 4096, 11008,
+     f"v7:block_m=64,block_n=128,consumer_warpgroups=1,{P0},stages=8,split_k=4,split_cluster=true"),
+    ("sq1024", 1024, 1024, 1024, "v7:block_n=128,stages=4,split_k=2,split_cluster=true"),
+    ("sq512", 512, 512, 512, "v7:block_n=64,stages=8,split_k=2,split_cluster=true"),
+    ("sq4096", 4096, 4096, 4096, "v7:block_n=128,stages=4,split_k=2,split_cluster=true"),
 )
 LAUNCHES = 20
 UNITS, POINTS = 8, 6     # the patch's stamps: units per CTA, points per unit (clock64, globaltimer)
@@ -122,16 +138,21 @@ def phases(stamps, schedule) -> dict:
                           "sum": (4, 5), "after_loop": (2, 5)}.items():
         out[label] = med(a, b)
     if schedule.split_k > 1:
-        # a tile's slices are consecutive units: unit u on CTA u mod slots as its (u // slots)-th
+        # a tile's slices are consecutive units: unit u on CTA u mod slots as its (u // slots)-th;
+        # inside a cluster, the cluster's CTAs (consecutive blocks), each its j-th unit
         ctas = len(st)
         hand = []
         for cta in range(ctas):
             for j in range(UNITS):
                 if not seen[cta, j]:
                     continue
-                unit = cta + j * ctas
-                first = unit - unit % schedule.split_k
-                peers = [((p % ctas), p // ctas) for p in range(first, first + schedule.split_k)]
+                if schedule.split_cluster:
+                    first = cta - cta % schedule.split_k
+                    peers = [(p, j) for p in range(first, first + schedule.split_k)]
+                else:
+                    unit = cta + j * ctas
+                    first = unit - unit % schedule.split_k
+                    peers = [((p % ctas), p // ctas) for p in range(first, first + schedule.split_k)]
                 if any(pj >= UNITS or not seen[pc, pj] for pc, pj in peers):
                     continue
                 last_in = max(ns[pc, pj, 3] for pc, pj in peers)
@@ -164,15 +185,15 @@ def summarize(path, model: bool = True) -> list[dict]:
 
 
 def calibrate(path) -> dict:
-    """The profile's split-K parameters from a record's split-K cases (stream-K left out): the
-    stores-and-fence phase and the sum phase each a line in the tile's fp32 bytes (least
-    squares), whose slopes are split_store_bytes_per_ns and split_sum_bytes_per_ns; and
-    split_sync_us, the two intercepts plus the handshake's median."""
+    """The profile's split-K parameters from a record's split-K cases through the workspace
+    (stream-K and split_cluster left out): the stores-and-fence phase and the sum phase each a
+    line in the tile's fp32 bytes (least squares), whose slopes are split_store_bytes_per_ns and
+    split_sum_bytes_per_ns; and split_sync_us, the two intercepts plus the handshake's median."""
     import numpy as np
 
     from gemm.schedule import from_spec
     split = [(r, from_spec(r["schedule"])) for r in summarize(path, model=False)]
-    split = [(r, s) for r, s in split if s.split_k > 1]
+    split = [(r, s) for r, s in split if s.split_k > 1 and not s.split_cluster]
     rows = [r for r, _ in split]
     tile = np.array([s.block_m * s.block_n * 4 for _, s in split], float)
     store_slope, store_at0 = np.polyfit(tile, [r["store_fence"] * 1e3 for r in rows], 1)   # ns per byte, ns
@@ -182,6 +203,33 @@ def calibrate(path) -> dict:
             "split_sum_bytes_per_ns": 1.0 / sum_slope,
             "split_sync_us": (store_at0 + sum_at0) / 1e3 + handshake,
             "store_intercept_us": store_at0 / 1e3, "sum_intercept_us": sum_at0 / 1e3, "handshake_us": handshake}
+
+
+def calibrate_cluster(path) -> dict | None:
+    """The profile's split_cluster parameters from a record's split_cluster cases: the send phase
+    (the K loop's end to the shares sent and the consumers met) a line in the bytes sent to the
+    partners (the tile's fp32 bytes but the CTA's own share), whose slope is
+    cluster_exchange_bytes_per_ns; the sum phase a line in the tile's fp32 bytes (its slots, read
+    from its own shared memory, with its C stores), cluster_sum_bytes_per_ns; and
+    cluster_exchange_sync_us, the two intercepts plus the handshake's median. None without such
+    cases."""
+    import numpy as np
+
+    from gemm.schedule import from_spec
+    split = [(r, from_spec(r["schedule"])) for r in summarize(path, model=False)]
+    split = [(r, s) for r, s in split if s.split_cluster]
+    if len(split) < 2:
+        return None
+    rows = [r for r, _ in split]
+    sent = np.array([s.block_m * s.block_n * 4 * (s.split_k - 1) / s.split_k for _, s in split], float)
+    tile = np.array([s.block_m * s.block_n * 4 for _, s in split], float)
+    send_slope, send_at0 = np.polyfit(sent, [r["store_fence"] * 1e3 for r in rows], 1)
+    sum_slope, sum_at0 = np.polyfit(tile, [r["sum"] * 1e3 for r in rows], 1)
+    handshake = float(np.median([r["handshake"] for r in rows]))
+    return {"cases": len(rows), "cluster_exchange_bytes_per_ns": 1.0 / send_slope,
+            "cluster_sum_bytes_per_ns": 1.0 / sum_slope,
+            "cluster_exchange_sync_us": (send_at0 + sum_at0) / 1e3 + handshake,
+            "send_intercept_us": send_at0 / 1e3, "sum_intercept_us": sum_at0 / 1e3, "handshake_us": handshake}
 
 
 def main(argv=None) -> int:
@@ -197,6 +245,13 @@ def main(argv=None) -> int:
               f"{c['split_sum_bytes_per_ns']:.1f} B/ns; handshake {c['handshake_us']:.2f} us")
         print(f"split_store_bytes_per_ns = {c['split_store_bytes_per_ns']:.1f}, split_sum_bytes_per_ns = "
               f"{c['split_sum_bytes_per_ns']:.1f}, split_sync_us = {c['split_sync_us']:.2f}")
+        c = calibrate_cluster(args.calibrate)
+        if c is not None:
+            print(f"over {c['cases']} split_cluster cases: sends {c['send_intercept_us']:.2f} us + bytes sent at "
+                  f"{c['cluster_exchange_bytes_per_ns']:.1f} B/ns; sum {c['sum_intercept_us']:.2f} us + bytes at "
+                  f"{c['cluster_sum_bytes_per_ns']:.1f} B/ns; handshake {c['handshake_us']:.2f} us")
+            print(f"cluster_exchange_bytes_per_ns = {c['cluster_exchange_bytes_per_ns']:.1f}, cluster_sum_bytes_per_ns = "
+                  f"{c['cluster_sum_bytes_per_ns']:.1f}, cluster_exchange_sync_us = {c['cluster_exchange_sync_us']:.2f}")
         return 0
     path = args.dump or args.summarize
     if path is None:

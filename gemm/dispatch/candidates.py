@@ -2,7 +2,8 @@
 
 Named by their spec strings (gemm.schedule.from_spec), which is how tables, the autotune
 cache and result files store them. Large tiles and clusters for large products, and stream-K
-where their tiles leave the last wave part empty; 128x128 tiles and split-K for grids that
+where their tiles leave the last wave part empty; 128x128 tiles and split-K (its partials
+through a workspace or, split_cluster, through a cluster's shared memory) for grids that
 large tiles leave mostly empty; 64-row tiles (one consumer
 warpgroup) for decode-like products with few rows. The ring kernels are not offered: V2's
 128x192 ring trails the fastest warp-specialized kernel by 5-20% on every shape whose time the
@@ -53,6 +54,13 @@ SPECS = (
     f"v7:block_m=192,consumer_warpgroups=1,block_n=16,block_k=128,stages=4,{SWAP_AB}",
     f"v7:block_n=64,stages=8,{SWAP_AB}",                         # swap-AB: M <= 64
     f"v7:block_n=64,stages=8,split_k=4,{SWAP_AB}",
+    # split-K inside a cluster: the slices add their partials through distributed shared memory
+    # (no workspace round trip through L2, no global handshake). Clusters of 2: the H200 holds 66
+    # of them (every SM) but only 30 of 4, whose 32-tile products then run a second wave
+    "v7:block_n=128,stages=4,split_k=2,split_cluster=true",
+    "v7:block_n=64,stages=8,split_k=2,split_cluster=true",
+    f"v7:block_m=64,consumer_warpgroups=1,block_n=16,block_k=128,stages=8,split_k=2,{SWAP_AB},split_cluster=true",
+    f"v7:block_m=64,consumer_warpgroups=1,block_n=64,stages=8,split_k=2,{SWAP_AB},split_cluster=true",
 )
 # The sweep measured these schedules under the names they had while v7 was the clustered
 # kernel (cluster_m=2); the same fields, named as SPECS names them now.

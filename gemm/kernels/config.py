@@ -36,7 +36,8 @@ class KernelConfig:
         if gaps:
             raise KernelGapError(f"no kernel for schedule {self.schedule.name!r}: {'; '.join(gaps)}")
         self.a_layout, self.b_layout  # raises if a tile does not fit its swizzle
-        map_end = self.barrier_offset + self.schedule.barrier_bytes
+        map_end = (self.exchange_offset + self.schedule.split_exchange_bytes if self.schedule.split_cluster
+                   else self.barrier_offset + self.schedule.barrier_bytes)
         assert map_end + 1024 <= self.shared_bytes, (map_end, self.shared_bytes)  # 1 KB aligns the base
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
@@ -94,7 +95,7 @@ class KernelConfig:
     def empty_arrivals(self) -> int:
         """Arrivals that free a stage: every consumer warp of every CTA whose producer writes
         into it (the whole cluster, when an operand is multicast)."""
-        return self.consumer_warps * self.schedule.cluster_size
+        return self.consumer_warps * self.schedule.multicast_size
 
     # -- the shared-memory map: [A stages][B stages][C staging][full barriers][empty barriers] --
     @property
@@ -124,6 +125,18 @@ class KernelConfig:
         return self.barrier_offset + 8 * self.stages if self.family == "specialized" else -1
 
     @property
+    def split_barrier_offset(self) -> int:
+        """split_cluster: the "ready" mbarrier (every slice's partial has arrived in this CTA's
+        slots) and, 8 bytes on, the "free" one (every slice has summed its share, so the slots
+        may be written again), past the ring's barriers; -1 without split_cluster."""
+        return self.barrier_offset + self.schedule.barrier_bytes if self.schedule.split_cluster else -1
+
+    @property
+    def exchange_offset(self) -> int:
+        """split_cluster: where the slots the cluster's slices send their partials to start."""
+        return self.split_barrier_offset + 16 if self.schedule.split_cluster else -1
+
+    @property
     def warpgroup_a_offset(self) -> int:
         """Bytes from consumer warpgroup w's rows of an A tile to warpgroup w+1's."""
         a, mb = self.a_layout, self.m_blocks
@@ -149,11 +162,12 @@ class KernelConfig:
                 + (f"wg{s.consumer_warpgroups}_inflight{s.wgmma_in_flight}_" if s.family == "specialized" else "")
                 + ("pwg_" if self.warpgroup_producer else "")
                 + ("persistent_" if s.persistent else "")
-                + (f"cluster{s.cluster_m}x{s.cluster_n}_" if s.cluster_size > 1 else "")
+                + (f"cluster{s.cluster_m}x{s.cluster_n}_" if s.multicast_size > 1 else "")
                 + (f"regs{s.producer_registers}-{s.consumer_registers}_" if s.uses_setmaxnreg else "")
                 + ("tmastore_" if s.stores_via_tma else "")
                 + ("acc16_" if s.accumulate == "float16" else "")
                 + (f"splitk{s.split_k}_" if s.split_k > 1 else "")
+                + ("dsmem_" if s.split_cluster else "")
                 + (f"{s.raster}{s.raster_group if s.raster == 'grouped' else ''}_" if s.raster != "row" else "")
                 + f"{self.dtype}_{self.a_major}{self.a_layout.swizzle}_{self.b_major}{self.b_layout.swizzle}"
                 + ("_clockprobe" if self.clock_probe else "")
@@ -165,13 +179,15 @@ class KernelConfig:
         return (-(-m // self.block_m)) * (-(-n // self.block_n))
 
     def tile_units(self, m: int, n: int) -> int:
-        """C tiles, a cluster's tiles (cluster_m x cluster_n adjacent ones) counted once."""
+        """C tiles, a multicast cluster's tiles (cluster_m x cluster_n adjacent ones) counted once."""
         s = self.schedule
         return (-(-(-(-m // self.block_m)) // s.cluster_m)) * (-(-(-(-n // self.block_n)) // s.cluster_n))
 
     def units(self, m: int, n: int, batch: int = 1) -> int:
-        """Work units: each product's tile units, each in split_k slices of K."""
-        return self.tile_units(m, n) * self.schedule.split_k * batch
+        """Work units, each a cluster's (or a CTA's) task: each product's tile units, each in split_k
+        slices of K (a split_cluster unit is a whole tile, its slices the cluster's CTAs)."""
+        s = self.schedule
+        return self.tile_units(m, n) * (1 if s.split_cluster else s.split_k) * batch
 
     def workspace_regions(self, m: int, n: int, batch: int = 1, ctas: int = 0) -> tuple[int, int]:
         """(partials, counters) bytes of the global workspace a launch of `ctas` CTAs needs: the
@@ -180,9 +196,9 @@ class KernelConfig:
         counter per C tile (the last of its CTAs past the wait resets it). Stream-K: a slot of
         `stream_k_slot_bytes` per CTA and a flag per CTA (the CTA that reads the slot resets it)."""
         s = self.schedule
-        if s.split_k > 1:
+        if s.split_k > 1 and not s.split_cluster:
             planes = s.split_k * batch * m * self.partial_row(n) * 4
-            return -(-planes // 256) * 256, 4 * self.tile_units(m, n) * s.cluster_size * batch
+            return -(-planes // 256) * 256, 4 * self.tile_units(m, n) * s.multicast_size * batch
         if s.stream_k:
             return -(-ctas * self.stream_k_slot_bytes // 256) * 256, 4 * ctas
         return 0, 0
@@ -208,7 +224,7 @@ class KernelConfig:
             return (units * s.cluster_size, 1, 1)
         if resident_clusters < 1:
             raise ValueError("a persistent kernel's grid needs the number of resident clusters")
-        if resident_clusters < s.split_k:
+        if resident_clusters < s.split_k and not s.split_cluster:
             # a tile's slices wait for one another: all of them must be resident at once
             raise ScheduleError(f"split_k={s.split_k} needs that many CTAs (clusters) resident at once; "
                                 f"this GPU holds {resident_clusters} of schedule {s.name!r}")

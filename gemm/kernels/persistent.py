@@ -41,6 +41,16 @@ kernel changes four things, each a Schedule field:
                       a tile's slices are consecutive units, so a CTA waits only on units
                       its peers reach before they wait themselves. More, smaller units fill
                       a GPU that the tiles alone would leave idle.
+  split_cluster       split-K without the workspace: a tile's split_k slices are the CTAs of
+                      one cluster (the cluster's unit is the tile, its rank the slice). Each
+                      sends its partial's shares straight into the shared memory of the CTAs
+                      that add them up (gemm.ptx.exchange), arrives on their "ready" barrier,
+                      and, once its own has seen every slice, adds its share in slice order and
+                      stores it into C; then it arrives on every CTA's "free" barrier, which a
+                      slice waits on before it sends the next tile's partial. The exchange
+                      costs a tile's fp32 bytes through the cluster's SM-to-SM network and one
+                      round of barriers, where the workspace costs them through L2 twice and a
+                      handshake through global atomics (~1 us).
   stream_k            a grid whose tiles do not fill whole waves leaves SMs idle in the last
                       one. The last partial wave's tiles and stream_k_waves full waves before
                       them (all tiles, if fewer) are shared out by K iteration instead: CTA g
@@ -156,6 +166,45 @@ def make_split_k_reduce(config):
     return reduce
 
 
+def make_split_cluster_reduce(config):
+    """`reduce(acc, smem_base, rank, reduced, m, n, off_m, off_n, c, ldc, pair_ok)`: split-K
+    inside the cluster (see the module docstring); `reduced` counts the tiles this CTA has
+    reduced before, which gives the barriers' phases."""
+    s = config.schedule
+    SPLIT = s.split_k
+    THREADS = 128 * s.consumer_warpgroups
+    ROWS = s.rows_per_warpgroup
+    SWAP = s.swap_ab
+    READY, EXCHANGE = config.split_barrier_offset, config.exchange_offset
+    FREE = READY + 8
+    send = ptx.send_partials(ptx.accumulator_count(config.m_blocks, config.block_n), THREADS, SPLIT)
+    add_up = ptx.sum_partials(config.m_blocks, config.block_n, THREADS, SPLIT, config.dtype, SWAP)
+
+    @register_jitable(inline="always")
+    def reduce(acc, smem_base, rank, reduced, m, n, off_m, off_n, c, ldc, pair_ok):
+        tid = cuda.threadIdx.x
+        ready, free = uint32(smem_base + READY), uint32(smem_base + FREE)
+        exchange = uint32(smem_base + EXCHANGE)
+        if reduced > 0:                        # every slice has summed the last tile: the slots are free
+            ptx.mbarrier_wait_cluster(free, (reduced - 1) & 1)
+        send(acc, exchange, rank, uint32(tid))
+        ptx.named_barrier_sync(14, THREADS)    # every thread's sends, before one thread releases them
+        if tid == 0:
+            for owner in range(SPLIT):
+                ptx.mbarrier_arrive_release_cluster(ready, owner)
+        ptx.mbarrier_wait_cluster(ready, reduced & 1)
+        lane_row = ((tid % 128) // 32) * 16 + (tid % 32) // 4
+        row = off_m + (tid // 128) * ROWS + lane_row
+        col = off_n + 2 * (tid % 4)
+        corner = c + ((col * ldc + row) if SWAP else (row * ldc + col)) * 2
+        add_up(exchange, rank, uint32(tid), corner, ldc, m - row, n - col, pair_ok)
+        ptx.named_barrier_sync(14, THREADS)    # every thread's reads of the slots, before the release
+        if tid == 0:
+            for owner in range(SPLIT):
+                ptx.mbarrier_arrive_release_cluster(free, owner)
+    return reduce
+
+
 def make_stream_k(config):
     """`give(acc, slots, flags, cta)` and `acc = take(acc, slots, flags, cta, tile_end, ctas, shared)`:
     stream-K's partial tiles (see the module docstring)."""
@@ -209,6 +258,9 @@ def build_persistent_kernel(config):
     EMPTY_ARRIVALS = config.empty_arrivals
     CONSUMER_THREADS = 128 * s.consumer_warpgroups
     CLUSTER = s.cluster_size
+    MULTICAST = s.multicast_size > 1          # a cluster sharing an operand (else its CTAs are K slices)
+    SPLIT_CLUSTER = s.split_cluster
+    SPLIT_BARRIERS = config.split_barrier_offset
     IN_FLIGHT = s.wgmma_in_flight
     SPLIT = s.split_k
     STREAM_K, STREAM_K_WAVES = s.stream_k, s.stream_k_waves
@@ -230,7 +282,8 @@ def build_persistent_kernel(config):
                                   s.accumulate)
     store_direct = make_epilogue(config)
     store_staged = make_staged_epilogue(config) if TMA_STORE else None
-    split_k_reduce = make_split_k_reduce(config) if SPLIT > 1 else None
+    split_k_reduce = make_split_k_reduce(config) if SPLIT > 1 and not SPLIT_CLUSTER else None
+    split_cluster_reduce = make_split_cluster_reduce(config) if SPLIT_CLUSTER else None
     give, take = make_stream_k(config) if STREAM_K else (None, None)
 
     @register_jitable(inline="always")
@@ -250,12 +303,18 @@ def build_persistent_kernel(config):
         return (partials + 255) // 256 * 256
 
     @register_jitable(inline="always")
-    def work(unit, tile_units, num_iters):
-        """(product, tile unit, K slice, first K tile, K tiles) of a work unit."""
-        product = ptx.div_u32(unit, tile_units * SPLIT)
-        rest = unit - product * (tile_units * SPLIT)
-        tile_unit = rest // SPLIT
-        slice_ = rest - tile_unit * SPLIT
+    def work(unit, tile_units, num_iters, rank):
+        """(product, tile unit, K slice, first K tile, K tiles) of a work unit (with split_cluster,
+        a whole tile, of which this CTA takes the slice of its cluster rank)."""
+        if SPLIT_CLUSTER:
+            product = ptx.div_u32(unit, tile_units)
+            tile_unit = unit - product * tile_units
+            slice_ = rank
+        else:
+            product = ptx.div_u32(unit, tile_units * SPLIT)
+            rest = unit - product * (tile_units * SPLIT)
+            tile_unit = rest // SPLIT
+            slice_ = rest - tile_unit * SPLIT
         first = (slice_ * num_iters) // SPLIT
         return product, tile_unit, slice_, first, ((slice_ + 1) * num_iters) // SPLIT - first
 
@@ -272,7 +331,7 @@ def build_persistent_kernel(config):
         return uint32(tiles) if waves <= STREAM_K_WAVES else uint32(tiles - (waves - STREAM_K_WAVES) * ctas)
 
     @register_jitable(inline="always")
-    def next_work(pos, end, unit, units, tile_units, num_iters, unit_step):
+    def next_work(pos, end, unit, units, tile_units, num_iters, unit_step, rank):
         """The CTA's next piece of work: (found, product, tile unit, K slice, first K tile,
         K tiles, pos, unit). First its run [pos, end) of the shared tiles' K iterations, cut at
         tile boundaries; then whole work units, `unit` on."""
@@ -283,7 +342,7 @@ def build_persistent_kernel(config):
             product = ptx.div_u32(tile, tile_units)
             return True, product, tile - product * tile_units, 0, first, count, pos + count, unit
         if unit < units:
-            product, tile_unit, slice_, first, count = work(unit, tile_units, num_iters)
+            product, tile_unit, slice_, first, count = work(unit, tile_units, num_iters, rank)
             return True, product, tile_unit, slice_, first, count, pos, unit + unit_step
         return False, uint32(0), uint32(0), 0, 0, 0, pos, unit
 
@@ -292,7 +351,7 @@ def build_persistent_kernel(config):
         """One arrival per consumer warp on the stage's empty barrier, in every CTA of the cluster."""
         if cuda.threadIdx.x % 32 == 0:
             bar = uint32(smem_base + EMPTY + 8 * stage)
-            if CLUSTER > 1:
+            if MULTICAST:
                 for rank in range(CLUSTER):
                     ptx.mbarrier_arrive_cluster(bar, rank)
             else:
@@ -311,6 +370,9 @@ def build_persistent_kernel(config):
             for st in range(STAGES):   # (st: `stage` is the roles' ring position below)
                 ptx.mbarrier_init(base + FULL + 8 * st, 1)
                 ptx.mbarrier_init(base + EMPTY + 8 * st, EMPTY_ARRIVALS)
+            if SPLIT_CLUSTER:                  # "ready" and "free": one arrival per slice
+                ptx.mbarrier_init(base + SPLIT_BARRIERS, SPLIT)
+                ptx.mbarrier_init(base + SPLIT_BARRIERS + 8, SPLIT)
             ptx.fence_mbarrier_init()
         if CLUSTER > 1:
             ptx.cluster_sync()                 # the partner's barriers exist before anyone arrives
@@ -322,7 +384,7 @@ def build_persistent_kernel(config):
         num_iters = (k + BK - 1) // BK
         units_m, units_n = unit_grid(m, n)
         tile_units = units_m * units_n
-        units = tile_units * SPLIT * batch
+        units = tile_units * (1 if SPLIT_CLUSTER else SPLIT) * batch
         a_map_step = 128 * (batched & 1)       # the next product's A map, or the same (broadcast)
         b_map_step = 128 * ((batched >> 1) & 1)
         cta = ptx.div_u32(cuda.blockIdx.x, CLUSTER)         # (a cluster's CTAs walk one unit)
@@ -344,7 +406,7 @@ def build_persistent_kernel(config):
                 pos, unit = run_start, first_unit
                 while True:
                     found, product, tile_unit, _, first_k, count_k, pos, unit = next_work(
-                        pos, run_end, unit, units, tile_units, num_iters, unit_step)
+                        pos, run_end, unit, units, tile_units, num_iters, unit_step, rank)
                     if not found:
                         break
                     off_m, off_n = corner_of(tile_unit, m, n, units_m, units_n, rank)
@@ -368,8 +430,9 @@ def build_persistent_kernel(config):
             stage, phase = 0, 0
             done_stage = 0                     # the oldest stage still read by WGMMAs in flight
             pos, unit = run_start, first_unit
+            reduced = 0                        # split_cluster: tiles reduced so far (the barriers' phases)
             found, product, tile_unit, slice_, first_k, count_k, pos, unit = next_work(
-                pos, run_end, unit, units, tile_units, num_iters, unit_step)
+                pos, run_end, unit, units, tile_units, num_iters, unit_step, rank)
             off_m, off_n = corner_of(tile_unit, m, n, units_m, units_n, rank)
             while found:                       # (not a range: a run-time step divides in 64 bits)
                 # the next unit and its corner are worked out while this tile's first WGMMAs
@@ -385,7 +448,7 @@ def build_persistent_kernel(config):
                     ptx.wgmma_commit_group()
                     if it == 0 and LOOKAHEAD:
                         next_found, next_product, next_tile_unit, next_slice, next_first_k, next_count_k, pos, unit = \
-                            next_work(pos, run_end, unit, units, tile_units, num_iters, unit_step)
+                            next_work(pos, run_end, unit, units, tile_units, num_iters, unit_step, rank)
                         next_off_m, next_off_n = corner_of(next_tile_unit, m, n, units_m, units_n, rank)
                     ptx.wgmma_wait_group(IN_FLIGHT)
                     if it >= IN_FLIGHT:        # K tile it - IN_FLIGHT is done: free its stage
@@ -399,14 +462,18 @@ def build_persistent_kernel(config):
                 ptx.wgmma_wait_group(0)
                 if count_k == 0 or not LOOKAHEAD:
                     next_found, next_product, next_tile_unit, next_slice, next_first_k, next_count_k, pos, unit = \
-                        next_work(pos, run_end, unit, units, tile_units, num_iters, unit_step)
+                        next_work(pos, run_end, unit, units, tile_units, num_iters, unit_step, rank)
                     next_off_m, next_off_n = corner_of(next_tile_unit, m, n, units_m, units_n, rank)
                 for _ in range(min(IN_FLIGHT, count_k)):   # the stages still held: free them
                     release(base, done_stage)
                     done_stage += 1
                     if done_stage == STAGES:
                         done_stage = 0
-                if SPLIT > 1:
+                if SPLIT_CLUSTER:
+                    split_cluster_reduce(acc, base, rank, reduced, m, n, off_m, off_n,
+                                         c + product * (m * ldc * 2), ldc, pair_ok)
+                    reduced += 1
+                elif SPLIT > 1:
                     split_k_reduce(acc, workspace + product * SPLIT * plane_bytes, flags, slice_,
                                    (product * tile_units + tile_unit) * CLUSTER + rank,
                                    m, n, off_m, off_n, c + product * (m * ldc * 2), ldc)

@@ -4,7 +4,9 @@
   fences     fence.proxy.async, tensormap acquire, named barriers, elect.sync
   shared     shared-window address of a shared array
   tma        2-D tensor loads (completing on an mbarrier) and stores (bulk groups)
-  cluster    cluster rank and barrier, remote mbarrier arrive, multicast TMA load
+  cluster    cluster rank and barrier, remote mbarrier arrive (and its cluster-scope release
+             and acquiring wait), multicast TMA load
+  exchange   split-K inside a cluster: partials sent through distributed shared memory, summed
   registers  setmaxnreg (a warpgroup gives registers back or takes them)
   wgmma      fence / mma_async over a K tile (fp32 or fp16 accumulators) / commit / wait
   fragment   accumulator zeros, the bounded store of a WGMMA fragment, and its stmatrix
@@ -14,7 +16,9 @@
   integer    32-bit division (a 64-bit one is a call, which serializes WGMMA)
 Kernels and microbenchmarks import from here; no other module writes PTX.
 """
-from .cluster import cluster_ctarank, cluster_sync, mbarrier_arrive_cluster, tma_load_2d_multicast
+from .cluster import (cluster_ctarank, cluster_sync, mbarrier_arrive_cluster, mbarrier_arrive_release_cluster,
+                      mbarrier_wait_cluster, tma_load_2d_multicast)
+from .exchange import send_partials, sum_partials
 from .fences import elect_one, fence_proxy_async_shared, fence_tensormap_acquire, named_barrier_sync
 from .integer import div_u32, rem_u32
 from .fragment import accumulator_zeros, fragment_coords, stage_accumulators, store_accumulators
@@ -30,7 +34,8 @@ from .wgmma import (accumulator_count, smem_descriptor, wgmma_commit_group, wgmm
                     wgmma_wait_group)
 
 __all__ = [
-    "cluster_ctarank", "cluster_sync", "mbarrier_arrive_cluster", "tma_load_2d_multicast",
+    "cluster_ctarank", "cluster_sync", "mbarrier_arrive_cluster", "mbarrier_arrive_release_cluster",
+    "mbarrier_wait_cluster", "tma_load_2d_multicast", "send_partials", "sum_partials",
     "elect_one", "fence_proxy_async_shared", "fence_tensormap_acquire", "named_barrier_sync",
     "div_u32", "rem_u32",
     "accumulator_zeros", "fragment_coords", "stage_accumulators", "store_accumulators",

@@ -37,3 +37,23 @@ tma_load_2d_multicast = asm_intrinsic(
     doc="tma_load_2d_multicast(dst, tensormap, inner, outer, mbar, cta_mask): copy the box into "
         "shared address `dst` of every CTA whose bit is set in `cta_mask`; each copy completes "
         "its bytes on the mbarrier at the same address `mbar` of its CTA.")
+
+mbarrier_arrive_release_cluster = asm_intrinsic(
+    "mbarrier_arrive_release_cluster",
+    "{\n .reg .b32 remote;\n mapa.shared::cluster.u32 remote, $0, $1;\n"
+    " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}",
+    "r,r", (uint32, uint32),
+    doc="mbarrier_arrive_release_cluster(addr, rank): one arrival on the mbarrier at `addr` of the "
+        "cluster's CTA `rank`, releasing at cluster scope: what this thread wrote (and what it has "
+        "synchronized with: the named barrier before it) is visible to a thread of that CTA once "
+        "its acquiring wait sees the phase complete. Split-K's exchange through distributed "
+        "shared memory signals with it, once a tile per CTA.")
+
+mbarrier_wait_cluster = asm_intrinsic(
+    "mbarrier_wait_cluster",
+    "{\n .reg .pred done;\n WAIT:\n"
+    " mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [$0], $1;\n"
+    " @!done bra WAIT;\n}",
+    "r,r", (uint32, uint32),
+    doc="Spin until the phase with parity `phase` of this CTA's mbarrier at `addr` has completed, "
+        "acquiring at cluster scope: the writes the arriving CTAs released are visible after it.")

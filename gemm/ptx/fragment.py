@@ -68,6 +68,69 @@ def fragment_coords(m_blocks, n):
                 yield m * per_block + 4 * j + 2 * half, 64 * m + 8 * half, 8 * j
 
 
+def _store(builder, addr, value, ty):
+    align = 4 if ty is F32 else ty.width // 8
+    builder.store(value, builder.inttoptr(addr, ir.PointerType(ty, addrspace=1)), align=align)
+
+
+class PairStore:
+    """Code that writes one column pair of a fragment (fp32 values, or a packed fp16 pair) to
+    global memory at (g + row, 2q + col) of the thread's corner, bounds-checked: the body of
+    `store_accumulators`, and of any other epilogue that ends with the fragment's pairs
+    (gemm.ptx.exchange's split-K sum). Made once per kernel body from its run-time values."""
+
+    def __init__(self, builder, corner, ld, rows_left, cols_left, pair_ok, out_dtype, transposed=False):
+        self.builder, self.corner, self.rows, self.cols = builder, corner, rows_left, cols_left
+        self.out_dtype, self.transposed = out_dtype, transposed
+        self.elem_bytes = 4 if out_dtype == "float32" else 2
+        self.row_bytes = builder.mul(ld, ir.Constant(I64, self.elem_bytes))
+        self.pair_flag = builder.icmp_unsigned("!=", pair_ok, ir.Constant(I32, 0))
+
+    def __call__(self, row, col, values, packed=None):
+        """Store the pair at its place. `values()` gives its two fp32 values; `packed()`, when given,
+        the pair as one 32-bit word of C's dtype (fp16 accumulators). They are called where the
+        store needs them, after the address: the order the kernels' PTX was tuned with."""
+        builder, out_dtype, elem_bytes = self.builder, self.out_dtype, self.elem_bytes
+        row_in = builder.icmp_signed("<", ir.Constant(I32, row), self.rows)
+        first_in = builder.and_(row_in, builder.icmp_signed("<", ir.Constant(I32, col), self.cols))
+        second_in = builder.and_(row_in, builder.icmp_signed("<", ir.Constant(I32, col + 1), self.cols))
+        if self.transposed:   # C[col, row] and C[col + 1, row]: one row of C apart
+            addr = builder.add(self.corner, builder.add(builder.mul(self.row_bytes, ir.Constant(I64, col)),
+                                                        ir.Constant(I64, row * elem_bytes)))
+            lo, hi = values()
+            for value, inside, at in ((lo, first_in, addr), (hi, second_in, builder.add(addr, self.row_bytes))):
+                with builder.if_then(inside):
+                    if out_dtype == "float32":
+                        _store(builder, at, value, F32)
+                    else:
+                        _store(builder, at, convert_one(builder, value, out_dtype), I16)
+            return
+        addr = builder.add(self.corner, builder.add(builder.mul(self.row_bytes, ir.Constant(I64, row)),
+                                                    ir.Constant(I64, col * elem_bytes)))
+        if out_dtype == "float32":
+            lo, hi = values()
+            with builder.if_else(builder.and_(second_in, self.pair_flag)) as (as_pair, as_singles):
+                with as_pair:
+                    emit(builder, "st.global.v2.f32 [$0], {$1, $2};", "l,f,f", (addr, lo, hi))
+                with as_singles:
+                    with builder.if_then(first_in):
+                        _store(builder, addr, lo, F32)
+                    with builder.if_then(second_in):
+                        _store(builder, builder.add(addr, ir.Constant(I64, 4)), hi, F32)
+            return
+        packed = packed() if packed is not None else convert_pair(builder, *values(), out_dtype)
+        whole = builder.and_(second_in, self.pair_flag)
+        with builder.if_else(whole) as (as_word, as_halves):
+            with as_word:
+                _store(builder, addr, packed, I32)
+            with as_halves:
+                with builder.if_then(first_in):
+                    _store(builder, addr, builder.trunc(packed, I16), I16)
+                with builder.if_then(second_in):
+                    _store(builder, builder.add(addr, ir.Constant(I64, 2)),
+                           builder.trunc(builder.lshr(packed, ir.Constant(I32, 16)), I16), I16)
+
+
 @lru_cache(maxsize=None)
 def store_accumulators(m_blocks, n, out_dtype, accumulate="float32", transposed=False):
     """An intrinsic `f(acc, corner, ld, rows_left, cols_left, pair_ok)` that
@@ -92,60 +155,16 @@ def store_accumulators(m_blocks, n, out_dtype, accumulate="float32", transposed=
         raise ValueError("a transposed store takes fp32 accumulators")
     total = m_blocks * n // (2 if accumulate == "float32" else 4)
     acc_type = types.UniTuple(ACCUMULATOR_TYPES[accumulate], total)
-    elem_bytes = 4 if out_dtype == "float32" else 2
     coords = tuple(fragment_coords(m_blocks, n))
-
-    def store(builder, addr, value, ty):
-        align = 4 if ty is F32 else ty.width // 8
-        builder.store(value, builder.inttoptr(addr, ir.PointerType(ty, addrspace=1)), align=align)
 
     @intrinsic
     def store_fragment(typingctx, acc, corner, ld, rows_left, cols_left, pair_ok):
         def codegen(context, builder, sig, args):
             acc_v, corner_v, ld_v, rows_v, cols_v, pair_v = args
-            row_bytes = builder.mul(ld_v, ir.Constant(I64, elem_bytes))
-            pair_flag = builder.icmp_unsigned("!=", pair_v, ir.Constant(I32, 0))
+            store_pair = PairStore(builder, corner_v, ld_v, rows_v, cols_v, pair_v, out_dtype, transposed)
             for index, row, col in coords:
-                row_in = builder.icmp_signed("<", ir.Constant(I32, row), rows_v)
-                first_in = builder.and_(row_in, builder.icmp_signed("<", ir.Constant(I32, col), cols_v))
-                second_in = builder.and_(row_in, builder.icmp_signed("<", ir.Constant(I32, col + 1), cols_v))
-                if transposed:   # C[col, row] and C[col + 1, row]: one row of C apart
-                    addr = builder.add(corner_v, builder.add(builder.mul(row_bytes, ir.Constant(I64, col)),
-                                                             ir.Constant(I64, row * elem_bytes)))
-                    for value, inside, at in ((builder.extract_value(acc_v, index), first_in, addr),
-                                              (builder.extract_value(acc_v, index + 1), second_in,
-                                               builder.add(addr, row_bytes))):
-                        with builder.if_then(inside):
-                            if out_dtype == "float32":
-                                store(builder, at, value, F32)
-                            else:
-                                store(builder, at, convert_one(builder, value, out_dtype), I16)
-                    continue
-                addr = builder.add(corner_v, builder.add(builder.mul(row_bytes, ir.Constant(I64, row)),
-                                                         ir.Constant(I64, col * elem_bytes)))
-                if out_dtype == "float32":
-                    lo = builder.extract_value(acc_v, index)
-                    hi = builder.extract_value(acc_v, index + 1)
-                    with builder.if_else(builder.and_(second_in, pair_flag)) as (as_pair, as_singles):
-                        with as_pair:
-                            emit(builder, "st.global.v2.f32 [$0], {$1, $2};", "l,f,f", (addr, lo, hi))
-                        with as_singles:
-                            with builder.if_then(first_in):
-                                store(builder, addr, lo, F32)
-                            with builder.if_then(second_in):
-                                store(builder, builder.add(addr, ir.Constant(I64, 4)), hi, F32)
-                    continue
-                packed = _packed_pair(builder, acc_v, index, out_dtype, accumulate)
-                whole = builder.and_(second_in, pair_flag)
-                with builder.if_else(whole) as (as_word, as_halves):
-                    with as_word:
-                        store(builder, addr, packed, I32)
-                    with as_halves:
-                        with builder.if_then(first_in):
-                            store(builder, addr, builder.trunc(packed, I16), I16)
-                        with builder.if_then(second_in):
-                            store(builder, builder.add(addr, ir.Constant(I64, 2)),
-                                  builder.trunc(builder.lshr(packed, ir.Constant(I32, 16)), I16), I16)
+                store_pair(row, col, lambda i=index: (builder.extract_value(acc_v, i), builder.extract_value(acc_v, i + 1)),
+                           (lambda i=index: builder.extract_value(acc_v, i // 2)) if accumulate == "float16" else None)
             return context.get_dummy_value()
         return signature(types.void, acc_type, types.uint64, types.int64, types.int32, types.int32,
                          types.uint32), codegen

@@ -93,3 +93,40 @@ def test_run107_split_units_pay_several_microseconds_after_their_k_loop():
     assert 5.0 < big["after_loop"] < 7.0 and 2.5 < small["after_loop"] < 3.5
     for r in rows.values():
         assert r["rel_err"] < 1e-3    # every element written, launch after launch
+
+
+def test_a_cluster_tiles_slices_are_its_ctas():
+    """split_cluster: a tile's slices are one cluster's CTAs (consecutive blocks), each at the same
+    unit index; the handshake is a CTA's wait done less the last of its cluster's sends."""
+    st = synthetic_launch(ctas=4, units=2, split=2, late_cta=1, late_ns=3000)
+    ph = skp.phases(st, from_spec("v7:block_n=128,stages=4,split_k=2,split_cluster=true"))
+    assert ph["units"] == 2 and ph["handshake"] == pytest.approx(0.5, abs=0.01)
+
+
+CLUSTER_RECORD = logs_dir() / "bench" / "run112-split-k-phases.npz"
+
+
+@pytest.mark.skipif(not CLUSTER_RECORD.exists(), reason="run 112's record is not in this checkout")
+def test_the_profile_carries_run112s_cluster_calibration():
+    c = skp.calibrate_cluster(CLUSTER_RECORD)
+    g = load_profile("h200-sxm")
+    assert c["cases"] == 10
+    assert g.cluster_exchange_bytes_per_ns == pytest.approx(c["cluster_exchange_bytes_per_ns"], abs=0.05)
+    assert g.cluster_sum_bytes_per_ns == pytest.approx(c["cluster_sum_bytes_per_ns"], abs=0.05)
+    assert g.cluster_exchange_sync_us == pytest.approx(c["cluster_exchange_sync_us"], abs=0.005)
+    # the workspace's parameters, re-measured in the same run, stay within 10% of run 107's
+    w = skp.calibrate(CLUSTER_RECORD)
+    assert w["split_store_bytes_per_ns"] == pytest.approx(g.split_store_bytes_per_ns, rel=0.1)
+    assert w["split_sum_bytes_per_ns"] == pytest.approx(g.split_sum_bytes_per_ns, rel=0.11)
+
+
+@pytest.mark.skipif(not CLUSTER_RECORD.exists(), reason="run 112's record is not in this checkout")
+def test_run112_a_cluster_halves_the_after_loop():
+    """Through the cluster's shared memory a split unit's after-loop is about half the workspace's:
+    k16k-1024's 128x128 split-2 unit ~6 -> ~3.5 us, dec128-down's 128x64 ~3.9 -> ~2.1."""
+    rows = {r["schedule"]: r for r in skp.summarize(CLUSTER_RECORD, model=False)}
+    for spec in ("v7:block_n=128,stages=4,split_k=2", "v7:block_n=64,stages=8,split_k=2"):
+        ws, cl = rows[spec], rows[spec + ",split_cluster=true"]
+        assert cl["after_loop"] < 0.65 * ws["after_loop"], spec
+    for r in rows.values():
+        assert r["rel_err"] < 1e-3
