@@ -184,52 +184,55 @@ def summarize(path, model: bool = True) -> list[dict]:
     return rows
 
 
-def calibrate(path) -> dict:
-    """The profile's split-K parameters from a record's split-K cases through the workspace
-    (stream-K and split_cluster left out): the stores-and-fence phase and the sum phase each a
-    line in the tile's fp32 bytes (least squares), whose slopes are split_store_bytes_per_ns and
-    split_sum_bytes_per_ns; and split_sync_us, the two intercepts plus the handshake's median."""
+def _phase_lines(path, keep, first_bytes) -> tuple[int, float, float, float, float, float] | None:
+    """Over a record's cases whose schedule `keep` accepts: the after-loop's first phase (the K
+    loop's end to the partial out, 2 -> 3) a line in `first_bytes(schedule)` and the sum phase
+    (4 -> 5) a line in the tile's fp32 bytes, least squares: (cases, first phase's bytes per ns,
+    its intercept us, the sum's bytes per ns, its intercept us, the handshake's median us);
+    None with fewer than two cases."""
     import numpy as np
 
     from gemm.schedule import from_spec
-    split = [(r, from_spec(r["schedule"])) for r in summarize(path, model=False)]
-    split = [(r, s) for r, s in split if s.split_k > 1 and not s.split_cluster]
-    rows = [r for r, _ in split]
-    tile = np.array([s.block_m * s.block_n * 4 for _, s in split], float)
-    store_slope, store_at0 = np.polyfit(tile, [r["store_fence"] * 1e3 for r in rows], 1)   # ns per byte, ns
+    cases = [(r, from_spec(r["schedule"])) for r in summarize(path, model=False)]
+    cases = [(r, s) for r, s in cases if keep(s)]
+    if len(cases) < 2:
+        return None
+    rows = [r for r, _ in cases]
+    first = np.array([first_bytes(s) for _, s in cases], float)
+    tile = np.array([s.block_m * s.block_n * 4 for _, s in cases], float)
+    first_slope, first_at0 = np.polyfit(first, [r["store_fence"] * 1e3 for r in rows], 1)   # ns per byte, ns
     sum_slope, sum_at0 = np.polyfit(tile, [r["sum"] * 1e3 for r in rows], 1)
     handshake = float(np.median([r["handshake"] for r in rows]))
-    return {"cases": len(rows), "split_store_bytes_per_ns": 1.0 / store_slope,
-            "split_sum_bytes_per_ns": 1.0 / sum_slope,
-            "split_sync_us": (store_at0 + sum_at0) / 1e3 + handshake,
-            "store_intercept_us": store_at0 / 1e3, "sum_intercept_us": sum_at0 / 1e3, "handshake_us": handshake}
+    return len(rows), 1.0 / first_slope, first_at0 / 1e3, 1.0 / sum_slope, sum_at0 / 1e3, handshake
+
+
+def calibrate(path) -> dict:
+    """The profile's split-K parameters from a record's split-K cases through the workspace
+    (stream-K and split_cluster left out): the stores-and-fence phase and the sum phase each a
+    line in the tile's fp32 bytes, whose slopes are split_store_bytes_per_ns and
+    split_sum_bytes_per_ns; and split_sync_us, the two intercepts plus the handshake's median."""
+    cases, store, store_at0, summed, sum_at0, handshake = _phase_lines(
+        path, lambda s: s.split_k > 1 and not s.split_cluster, lambda s: s.block_m * s.block_n * 4)
+    return {"cases": cases, "split_store_bytes_per_ns": store, "split_sum_bytes_per_ns": summed,
+            "split_sync_us": store_at0 + sum_at0 + handshake,
+            "store_intercept_us": store_at0, "sum_intercept_us": sum_at0, "handshake_us": handshake}
 
 
 def calibrate_cluster(path) -> dict | None:
     """The profile's split_cluster parameters from a record's split_cluster cases: the send phase
     (the K loop's end to the shares sent and the consumers met) a line in the bytes sent to the
     partners (the tile's fp32 bytes but the CTA's own share), whose slope is
-    cluster_exchange_bytes_per_ns; the sum phase a line in the tile's fp32 bytes (its slots, read
-    from its own shared memory, with its C stores), cluster_sum_bytes_per_ns; and
-    cluster_exchange_sync_us, the two intercepts plus the handshake's median. None without such
-    cases."""
-    import numpy as np
-
-    from gemm.schedule import from_spec
-    split = [(r, from_spec(r["schedule"])) for r in summarize(path, model=False)]
-    split = [(r, s) for r, s in split if s.split_cluster]
-    if len(split) < 2:
+    cluster_exchange_bytes_per_ns; the sum phase (its slots, read from its own shared memory, with
+    its C stores) cluster_sum_bytes_per_ns; and cluster_exchange_sync_us, the two intercepts plus
+    the handshake's median. None without such cases."""
+    lines = _phase_lines(path, lambda s: s.split_cluster,
+                         lambda s: s.block_m * s.block_n * 4 * (s.split_k - 1) / s.split_k)
+    if lines is None:
         return None
-    rows = [r for r, _ in split]
-    sent = np.array([s.block_m * s.block_n * 4 * (s.split_k - 1) / s.split_k for _, s in split], float)
-    tile = np.array([s.block_m * s.block_n * 4 for _, s in split], float)
-    send_slope, send_at0 = np.polyfit(sent, [r["store_fence"] * 1e3 for r in rows], 1)
-    sum_slope, sum_at0 = np.polyfit(tile, [r["sum"] * 1e3 for r in rows], 1)
-    handshake = float(np.median([r["handshake"] for r in rows]))
-    return {"cases": len(rows), "cluster_exchange_bytes_per_ns": 1.0 / send_slope,
-            "cluster_sum_bytes_per_ns": 1.0 / sum_slope,
-            "cluster_exchange_sync_us": (send_at0 + sum_at0) / 1e3 + handshake,
-            "send_intercept_us": send_at0 / 1e3, "sum_intercept_us": sum_at0 / 1e3, "handshake_us": handshake}
+    cases, send, send_at0, summed, sum_at0, handshake = lines
+    return {"cases": cases, "cluster_exchange_bytes_per_ns": send, "cluster_sum_bytes_per_ns": summed,
+            "cluster_exchange_sync_us": send_at0 + sum_at0 + handshake,
+            "send_intercept_us": send_at0, "sum_intercept_us": sum_at0, "handshake_us": handshake}
 
 
 def main(argv=None) -> int:
