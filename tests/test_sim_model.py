@@ -460,3 +460,29 @@ def test_a_launch_the_hbm_paces_pays_its_streams_start_and_end():
     assert 0.5 * g.hbm_stream_fixed_us <= (p.call["kernel_ms"] - q.call["kernel_ms"]) * 1e3 <= g.hbm_stream_fixed_us
     big = sim.predict(preset("v7"), N, N, N, gpu=g)
     assert big.ms == pytest.approx(sim.predict(preset("v7"), N, N, N, gpu=without).ms, rel=1e-12)
+
+
+SWAP_SPLIT4 = ("v7:block_n=16,block_k=128,stages=5,split_k=4,swap_ab=true,epilogue=direct,"
+               "producer_registers=0,consumer_registers=0")
+
+
+def test_split_cluster_partials_stay_on_chip_and_clusters_of_four_hold_120_ctas():
+    """split_cluster: a tile's slices add their partials through a cluster's shared memory, so
+    HBM sees only C, and each unit pays the measured exchange (cluster_exchange_*), not the
+    workspace's stores, handshake and sum. The H200 holds 30 clusters of 4 (cluster_slots): a
+    down-projection's 32 tiles split 4 ways then run two units on some CTAs."""
+    from gemm.schedule import from_spec
+    from sim.engines import partial_tile_ns
+    g = load_profile("h200-sxm")
+    ws, cl = from_spec(SWAP_SPLIT4), from_spec(SWAP_SPLIT4 + ",split_cluster=true")
+    send, after = partial_tile_ns(cl, g)
+    tile = 128 * 16 * 4
+    assert send == pytest.approx(tile * 3 / 4 / g.cluster_exchange_bytes_per_ns)
+    assert after == pytest.approx(g.cluster_exchange_sync_us * 1e3 + tile / g.cluster_sum_bytes_per_ns)
+    assert sum(partial_tile_ns(cl, g)) < sum(partial_tile_ns(ws, g))
+    p_ws, p_cl = sim.predict(ws, 16, 4096, 11008), sim.predict(cl, 16, 4096, 11008)
+    assert p_cl.bytes["hbm_write_bytes"] == 16 * 4096 * 2 < p_ws.bytes["hbm_write_bytes"]
+    assert (p_ws.launch["ctas"], p_ws.launch["units_per_cta"]) == (128, 1)
+    assert (p_cl.launch["ctas"], p_cl.launch["units_per_cta"]) == (120, 2)
+    pair = from_spec("v7:block_n=64,stages=8,split_k=2,split_cluster=true")
+    assert sim.predict(pair, 128, 4096, 11008).launch["ctas"] == 128     # clusters of 2: every SM
