@@ -6,7 +6,8 @@ With substrings, only the cases whose schedule contains one of them run (a sanit
 slow: a run can be split into several).
 
 Edge tiles in M, N and K, every family, a ring deeper and shallower than K; the
-producer-warpgroup kernels (V6, V7) with clusters, split-K, a batch and an odd count of tiles;
+producer-warpgroup kernels (V6, V7) with clusters, split-K (through a workspace and inside a
+cluster), a batch and an odd count of tiles;
 rows TMA cannot address, through gemm/padding.py's copies."""
 import sys
 
@@ -34,6 +35,11 @@ WARPGROUP_CASES = [("v6", (300, 264, 200), 1), ("v7", (384, 264, 520), 1), ("v7:
                    # three m64 WGMMAs a warpgroup; 500 rows of B' leave an edge tile of 116
                    ("v7:block_m=192,consumer_warpgroups=1,block_n=16,stages=8,swap_ab=true,epilogue=direct,"
                     "producer_registers=0,consumer_registers=0", (9, 500, 1000), 1),
+                   # split-K inside a cluster: partials through distributed shared memory; 2 slices on
+                   # several tiles a cluster (the barriers' phases turn), 4 slices of a 64-row swap-AB tile
+                   ("v7:block_n=128,stages=4,split_k=2,split_cluster=true", (1100, 1300, 1000), 1),
+                   ("v7:block_m=64,consumer_warpgroups=1,block_n=16,block_k=128,stages=8,split_k=4,swap_ab=true,"
+                    "epilogue=direct,producer_registers=0,consumer_registers=0,split_cluster=true", (13, 264, 1000), 1),
                    ("v7:stream_k=true", (384, 264, 520), 1), ("v7:block_n=128,stages=4,stream_k=true", (520, 900, 1000), 1),
                    # 306 tiles on 132 CTAs: the last partial wave's 42 shared, two waves of whole tiles
                    ("v7:block_n=128,stages=4,stream_k=true,stream_k_waves=0", (2304, 2176, 256), 1)]
