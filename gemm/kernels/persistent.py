@@ -348,7 +348,8 @@ def build_persistent_kernel(config):
 
     @register_jitable(inline="always")
     def release(smem_base, stage):
-        """One arrival per consumer warp on the stage's empty barrier, in every CTA of the cluster."""
+        """One arrival per consumer warp on the stage's empty barrier, in every CTA of a cluster that
+        shares the operands by multicast (a split_cluster's CTAs each fill their own ring)."""
         if cuda.threadIdx.x % 32 == 0:
             bar = uint32(smem_base + EMPTY + 8 * stage)
             if MULTICAST:
