@@ -122,9 +122,10 @@ class Schedule:
 
     @property
     def barrier_bytes(self) -> int:
-        # one 8-byte mbarrier per stage; the specialized pipeline adds an "empty" one
+        # one 8-byte mbarrier per stage; the specialized pipeline adds an "empty" one; split-K
+        # inside a cluster two more ("ready" and "free")
         per_stage = 2 if self.family == "specialized" else 1
-        return 8 * per_stage * self.stages
+        return 8 * per_stage * self.stages + (16 if self.split_cluster else 0)
 
     @property
     def stores_via_tma(self) -> bool:
@@ -146,8 +147,7 @@ class Schedule:
     @property
     def shared_bytes(self) -> int:
         """Dynamic shared memory the kernel asks for (1 KB slack to align the ring)."""
-        return (self.ring_bytes + self.barrier_bytes + self.epilogue_bytes + self.split_exchange_bytes
-                + (16 if self.split_cluster else 0) + 1024)
+        return self.ring_bytes + self.barrier_bytes + self.epilogue_bytes + self.split_exchange_bytes + 1024
 
     @property
     def threads(self) -> int:

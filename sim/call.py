@@ -30,7 +30,7 @@ import math
 
 from gemm.schedule import INPUT_BYTES, Schedule
 
-from .engines import ACCUMULATOR_BYTES, partial_tile_ns
+from .engines import ACCUMULATOR_BYTES, partial_tile_ns, split_unit_ns
 from .hardware import GpuProfile
 
 TMA_ALIGN = 16
@@ -135,9 +135,8 @@ def timed(kernel_s: float, s: Schedule, m: int, n: int, k: int, batch: int, slic
     K iteration. Times in ms."""
     # split-K's sum: inside the K loops' time where the profile has it measured (each unit's own,
     # sim.engines.partial_tile_ns), else after them at the GPU's rates
-    summed_in_units = partial_tile_ns(s, prof) is not None
     reduce_s = (in_kernel_reduce_s(m, n, batch, slices, max(tiles, 1), prof)
-                if s.split_k > 1 and not summed_in_units else 0.0)
+                if s.split_k > 1 and split_unit_ns(s, prof) is None else 0.0)
     reduce_s += stream_k_fixup_s(s, *stream_k, prof) if stream_k[1] else 0.0
     copy_s, copies = copy_kernels_s(s, m, n, k, batch, prof)
     kernels = 1 + copies

@@ -380,6 +380,12 @@ def partial_tile_ns(s: Schedule, gpu: GpuProfile) -> tuple[float, float] | None:
             gpu.split_sync_us * 1e3 + tile / gpu.split_sum_bytes_per_ns)
 
 
+def split_unit_ns(s: Schedule, gpu: GpuProfile) -> tuple[float, float] | None:
+    """partial_tile_ns of a split-K unit; None for a schedule without split-K (or a profile
+    without the measurement)."""
+    return partial_tile_ns(s, gpu) if s.split_k > 1 else None
+
+
 class SmEngines:
     """The shared engines of one SM: tensor cores, the L2 -> SM port, the HBM share, TMA,
     and the store path to L2."""

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from gemm.schedule import WGMMA_K, Schedule
 
-from .engines import Trace, box_clk, multicast_port_share, partial_tile_ns, wgmma_clk, zero_fill_clk
+from .engines import Trace, box_clk, multicast_port_share, split_unit_ns, wgmma_clk, zero_fill_clk
 from .hardware import GpuProfile, load_profile
 from .schedules import CtaWork, boxes, oob_rows
 
@@ -82,7 +82,7 @@ def steady_sm(s: Schedule, gpu: GpuProfile, ctas: int, k_iters: int, miss_rate: 
     period = max(chain, depth_bound, c * cw * group, c * mem, c * fill)
 
     part = s.rows_per_warpgroup * s.block_n * work.out_bytes
-    partial = partial_tile_ns(s, g) if s.split_k > 1 else None
+    partial = split_unit_ns(s, g)
     if partial is not None:   # split-K: the fp32 partial out, every slice in, this CTA's share summed
         epilogue = g.ns_to_clk(sum(partial)) + bar
         if work.tiles > 1:

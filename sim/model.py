@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from gemm.schedule import INPUT_BYTES, Schedule, ScheduleError
 
 from . import call, reuse as reuse_layer
-from .engines import launch_grid, memory_traffic, multicast_port_share, partial_tile_ns, residency, waves
+from .engines import launch_grid, memory_traffic, multicast_port_share, residency, split_unit_ns, waves
 from .hardware import GpuProfile, load_profile
 from .schedules import CtaWork, simulate_sm
 
@@ -217,11 +217,13 @@ def _predict(s: Schedule, m: int, n: int, k: int, prof: GpuProfile, dtype: str =
     timing = call.timed(kernel_s, s, m, n, k, batch, lg.slices, prof, host_us, tiles=lg.tm * lg.tn * lg.batch,
                         stream_k=(lg.k_iters, lg.stream_k_run))
     t = timing["device_ms"] * 1e-3
-    partial = partial_tile_ns(s, prof) if s.split_k > 1 else None
+    partial = split_unit_ns(s, prof)
     if partial is not None:
-        notes.append(f"split-K: each of a CTA's {lg.units_per_cta} unit(s) stores its fp32 partial tile "
-                     f"({partial[0] / 1e3:.1f} us), waits for the tile's other slices and sums its share "
-                     f"({partial[1] / 1e3:.1f} us) before its next unit")
+        out = "sends its fp32 partial's shares to its cluster's CTAs" if s.split_cluster else \
+            "stores its fp32 partial tile"
+        notes.append(f"split-K: each of a CTA's {lg.units_per_cta} unit(s) {out} ({partial[0] / 1e3:.1f} us), "
+                     f"waits for the tile's other slices and sums its share ({partial[1] / 1e3:.1f} us) "
+                     "before its next unit")
     elif timing["reduce_ms"] and s.split_k > 1:
         notes.append(f"split-K: {lg.slices} slices write fp32 partials; each tile's CTAs sum a share "
                      f"of them in {timing['reduce_ms'] * 1e3:.1f} us")

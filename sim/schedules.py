@@ -29,7 +29,7 @@ import simpy
 
 from gemm.schedule import INPUT_BYTES, WGMMA_K, Schedule
 
-from .engines import ACCUMULATOR_BYTES, BlockBarrier, Mbarrier, SmEngines, Trace, partial_tile_ns
+from .engines import ACCUMULATOR_BYTES, BlockBarrier, Mbarrier, SmEngines, Trace, split_unit_ns
 from .hardware import GpuProfile
 
 SIM_TILES = 3   # tiles of a persistent CTA simulated; the rest extrapolated at their period
@@ -201,7 +201,7 @@ class Cta:
         barrier (TMA store: every warpgroup's part must be in shared memory first)."""
         s, g = self.s, self.gpu
         part = s.rows_per_warpgroup * s.block_n * self.work.out_bytes
-        partial = partial_tile_ns(s, g) if s.split_k > 1 else None
+        partial = split_unit_ns(s, g)
         if partial is not None:   # split-K: the fp32 partial out, every slice in, this CTA's share summed
             store_ns, after_ns = partial
             yield from self._step(role, "fp32 partial stores + fence", "epilogue", g.ns_to_clk(store_ns))

@@ -36,8 +36,7 @@ class KernelConfig:
         if gaps:
             raise KernelGapError(f"no kernel for schedule {self.schedule.name!r}: {'; '.join(gaps)}")
         self.a_layout, self.b_layout  # raises if a tile does not fit its swizzle
-        map_end = (self.exchange_offset + self.schedule.split_exchange_bytes if self.schedule.split_cluster
-                   else self.barrier_offset + self.schedule.barrier_bytes)
+        map_end = self.barrier_offset + self.schedule.barrier_bytes + self.schedule.split_exchange_bytes
         assert map_end + 1024 <= self.shared_bytes, (map_end, self.shared_bytes)  # 1 KB aligns the base
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
@@ -97,7 +96,8 @@ class KernelConfig:
         into it (the whole cluster, when an operand is multicast)."""
         return self.consumer_warps * self.schedule.multicast_size
 
-    # -- the shared-memory map: [A stages][B stages][C staging][full barriers][empty barriers] --
+    # -- the shared-memory map: [A stages][B stages][C staging][full barriers][empty barriers]
+    #    [split_cluster: ready, free barriers][split_cluster: exchange slots] --
     @property
     def a_offset(self) -> int:
         return 0
@@ -128,13 +128,14 @@ class KernelConfig:
     def split_barrier_offset(self) -> int:
         """split_cluster: the "ready" mbarrier (every slice's partial has arrived in this CTA's
         slots) and, 8 bytes on, the "free" one (every slice has summed its share, so the slots
-        may be written again), past the ring's barriers; -1 without split_cluster."""
-        return self.barrier_offset + self.schedule.barrier_bytes if self.schedule.split_cluster else -1
+        may be written again), past the stages' barriers; -1 without split_cluster."""
+        return self.empty_barrier_offset + 8 * self.stages if self.schedule.split_cluster else -1
 
     @property
     def exchange_offset(self) -> int:
-        """split_cluster: where the slots the cluster's slices send their partials to start."""
-        return self.split_barrier_offset + 16 if self.schedule.split_cluster else -1
+        """split_cluster: where the slots the cluster's slices send their partials to start (past
+        every barrier); -1 without split_cluster."""
+        return self.barrier_offset + self.schedule.barrier_bytes if self.schedule.split_cluster else -1
 
     @property
     def warpgroup_a_offset(self) -> int:
