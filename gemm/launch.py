@@ -3,7 +3,9 @@
 numba's own launch path type-checks and boxes every argument (about 45 us a call
 with three arrays, see shared/device/NOTES.md). The kernels take only scalars, so
 the cubin is loaded with cuda.core and launched with the driver's cuLaunchKernel through
-CuPy's Cython binding, its arguments packed once per prepared launch.
+CuPy's Cython binding, its arguments packed once per prepared launch. A kernel built as a
+programmatic dependent (Schedule.dependent_launch) goes through cuLaunchKernelEx with the
+programmatic-stream-serialization attribute, its CUlaunchConfig laid out once by cuda.bindings.
 Loading raises the kernel's dynamic shared-memory limit past 48 KB.
 """
 from __future__ import annotations
@@ -140,13 +142,44 @@ def _cu_launch_kernel():
     return launchKernel
 
 
+@lru_cache(maxsize=1)
+def _cu_launch_kernel_ex():
+    """cuLaunchKernelEx of the process's libcuda (the one cuda.bindings and CuPy use), called
+    through ctypes with four ready pointers: the CUlaunchConfig that cuda.bindings laid out,
+    the function, the argument array, no extras. cuda.bindings' own wrapper converts its
+    arguments on every call, which the host path cannot afford on a warm call."""
+    function = ctypes.CDLL("libcuda.so.1").cuLaunchKernelEx
+    function.argtypes = (ctypes.c_void_p,) * 4
+    function.restype = ctypes.c_int
+    return function
+
+
+def _dependent_launch_config(grid, threads: int, shared_bytes: int, stream_handle: int):
+    """A CUlaunchConfig (cuda.bindings) for `grid` on the stream with programmatic stream
+    serialization allowed: the launch may begin once every CTA of the kernel before it on the
+    stream has issued griddepcontrol.launch_dependents (gemm/ptx/grid.py)."""
+    from cuda.bindings import driver
+    attribute = driver.CUlaunchAttribute()
+    attribute.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    attribute.value.programmaticStreamSerializationAllowed = 1
+    config = driver.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = grid
+    config.blockDimX, config.blockDimY, config.blockDimZ = threads, 1, 1
+    config.sharedMemBytes = shared_bytes
+    config.hStream = driver.CUstream(stream_handle)
+    config.attrs = [attribute]
+    config.numAttrs = 1
+    return config
+
+
 class Launch:
     """One kernel launch with its arguments packed once: a ctypes value per argument and the
     array of pointers to them that cuLaunchKernel reads, and cuLaunchKernel's own arguments,
     converted once. Launching it again with another C (a freshly allocated output) changes two
     values; nothing else is rebuilt. A kernel built for clusters carries its cluster shape, so
-    this plain launch forms them. `arg_types`: the kernel's parameters (the GEMM kernels' by
-    default)."""
+    this plain launch forms them; one built as a programmatic dependent is launched with
+    cuLaunchKernelEx and that attribute. `arg_types`: the kernel's parameters (the GEMM
+    kernels' by default)."""
 
     C, C_MAP, PROBE = 3, 2, 9   # argument positions of C, its tensor map and the clock probe's array
 
@@ -157,9 +190,17 @@ class Launch:
         self.grid = grid
         self.values = [kind(value) for kind, value in zip(arg_types, args)]
         self.pointers = (ctypes.c_void_p * len(args))(*(ctypes.addressof(v) for v in self.values))
-        self.driver_args = (int(loaded.function), grid[0], grid[1], grid[2], loaded.threads, 1, 1,
-                            loaded.shared_bytes, stream_handle, ctypes.addressof(self.pointers), 0)
-        self.launch_kernel = _cu_launch_kernel()
+        config = getattr(loaded, "config", None)
+        self.dependent = config is not None and config.schedule.dependent_launch
+        if self.dependent:
+            self.launch_config = _dependent_launch_config(grid, loaded.threads, loaded.shared_bytes, stream_handle)
+            self.driver_args = (self.launch_config.getPtr(), int(loaded.function), ctypes.addressof(self.pointers),
+                                None)
+            self.launch_kernel = _cu_launch_kernel_ex()
+        else:
+            self.driver_args = (int(loaded.function), grid[0], grid[1], grid[2], loaded.threads, 1, 1,
+                                loaded.shared_bytes, stream_handle, ctypes.addressof(self.pointers), 0)
+            self.launch_kernel = _cu_launch_kernel()
 
     def __call__(self, c: int | None = None, c_map: int | None = None) -> None:
         if c is not None:
@@ -167,9 +208,12 @@ class Launch:
         if c_map is not None:
             self.values[self.C_MAP].value = c_map
         try:
-            self.launch_kernel(*self.driver_args)
+            error = self.launch_kernel(*self.driver_args)
         except Exception as exc:   # cupy_backends' CUDADriverError names the driver's error
             raise RuntimeError(f"kernel launch failed: {exc}") from exc
+        if self.dependent and error:   # cuLaunchKernelEx through ctypes returns its CUresult
+            from cuda.bindings import driver
+            raise RuntimeError(f"kernel launch failed: {driver.CUresult(error).name}")
 
 
 def launch(loaded: LoadedKernel, grid, stream_handle: int, tmap_a: int, tmap_b: int, tmap_c: int,

@@ -24,7 +24,8 @@ shared/seed/hopper-matmul-v2-tutorial.txt, and docs/kernels.md):
   v6  the tutorial series' V6: 256x256 over two consumer warpgroups with fp16
       accumulators, a producer warpgroup (setmaxnreg) and a TMA-store epilogue.
   v7  persistent: one CTA per SM walks the tiles, setmaxnreg, 128x256 over two
-      warpgroups, TMA-store epilogue (cluster_m=2 adds TMA multicast of B to a pair).
+      warpgroups, TMA-store epilogue (cluster_m=2 adds TMA multicast of B to a pair);
+      launched as a programmatic dependent of the kernel before it (dependent_launch).
 
 `kernel_gaps(schedule)` names what a valid schedule asks for that no kernel builds;
 the model covers every valid schedule.
@@ -103,6 +104,11 @@ class Schedule:
                                     # before it) shared out evenly by K iteration over the
                                     # persistent grid
     stream_k_waves: int = 1         # full waves shared besides the partial one (CUTLASS: 1-2)
+    # --- the launch ---
+    dependent_launch: bool = False  # launched as a programmatic dependent of the kernel ahead of
+                                    # it on the stream: scheduled as that kernel's CTAs finish, it
+                                    # sets up and loads only once that kernel has completed
+                                    # (gemm/ptx/grid.py)
     name: str = "custom"
 
     # ---- derived quantities (one place for both the kernels and the model) ----
@@ -400,6 +406,8 @@ def kernel_gaps(s: Schedule) -> list[str]:
         gaps.append("swap_ab is built only in the producer-warpgroup kernel")
     if s.swap_ab and s.epilogue == "tma":
         gaps.append("swap_ab writes C transposed from registers: epilogue='direct'")
+    if s.dependent_launch and not warpgroup_producer:
+        gaps.append("dependent_launch is built only in the producer-warpgroup kernel")
     if s.swap_ab and s.accumulate == "float16":
         gaps.append("swap_ab stores fp32 accumulators transposed: accumulate='float32'")
     return gaps
@@ -432,7 +440,7 @@ PRESETS: dict[str, Schedule] = {
     "v7": _preset(name="v7", family="specialized", block_m=128, block_n=256, stages=3,
                   syncs_per_iter=0, runtime_stage_index=False, producer_warps=4,
                   consumer_warpgroups=2, wgmma_in_flight=0, raster="grouped", epilogue="tma",
-                  persistent=True, producer_registers=40, consumer_registers=232),
+                  persistent=True, producer_registers=40, consumer_registers=232, dependent_launch=True),
 }
 
 

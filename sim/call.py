@@ -11,7 +11,8 @@ written) and stores that share of C (`reduce_ms`, a tail on as many SMs as there
 units). Three times describe it:
 
   device  every kernel back to back on the stream: each pays `launch_us` (its launch and
-          drain) besides its own work;
+          drain) besides its own work, less `dependent_launch_saving_us` for a kernel launched
+          as a programmatic dependent (its launch under the end of the call before);
   timed   one call between two CUDA events, as the protocol's loop times it (event_ms): the
           start event is recorded, the host gets the kernels going (`host_call_us`, plus
           `host_launch_us` for each further kernel) and records the end event; no
@@ -140,13 +141,16 @@ def timed(kernel_s: float, s: Schedule, m: int, n: int, k: int, batch: int, slic
     reduce_s += stream_k_fixup_s(s, *stream_k, prof) if stream_k[1] else 0.0
     copy_s, copies = copy_kernels_s(s, m, n, k, batch, prof)
     kernels = 1 + copies
-    device_s = kernel_s + reduce_s + copy_s
+    alone_s = kernel_s + reduce_s + copy_s
+    # back to back, a programmatic dependent's launch hides partly under the kernel before it;
+    # between events (one call, or calls each between their own) there is none to hide under
+    device_s = alone_s - (prof.dependent_launch_saving_us * 1e-6 if s.dependent_launch else 0.0)
     call_us = prof.host_call_us if host_us is None else host_us
     host_s = (call_us + (kernels - 1) * prof.host_launch_us) * 1e-6
-    timed_ms = event_ms(device_s * 1e3, call_us, prof.host_floor_us, prof.host_pace_us, prof.event_tail_us,
+    timed_ms = event_ms(alone_s * 1e3, call_us, prof.host_floor_us, prof.host_pace_us, prof.event_tail_us,
                         kernels - 1, prof.host_launch_us)
     return {"kernel_ms": kernel_s * 1e3, "reduce_ms": reduce_s * 1e3, "copy_ms": copy_s * 1e3,
-            "device_ms": device_s * 1e3, "host_ms": host_s * 1e3, "host_bound": device_s < host_s,
-            "timed_ms": timed_ms, "serial_ms": (device_s + host_s) * 1e3,
-            "queued_ms": max(device_s, host_s) * 1e3, "kernels": kernels, "operand_copies": operand_copies(k),
+            "device_ms": device_s * 1e3, "host_ms": host_s * 1e3, "host_bound": alone_s < host_s,
+            "timed_ms": timed_ms, "serial_ms": (alone_s + host_s) * 1e3,
+            "queued_ms": max(alone_s, host_s) * 1e3, "kernels": kernels, "operand_copies": operand_copies(k),
             "result_copies": result_copies(s, n)}

@@ -266,6 +266,10 @@ class GpuProfile:
                              "experiments.fit_port) leave no room for more: the model is already 5-14% slow "
                              "on them with the profile's port")
     launch_us: float = _p(4.0, "assumed", "a kernel's launch and drain on a stream, besides its CTAs' time")
+    dependent_launch_saving_us: float = _p(0.0, "assumed", "what a kernel launched as a programmatic dependent "
+                                           "(Schedule.dependent_launch) saves of launch_us back to back: its "
+                                           "launch and prologue under the previous kernel's end (one call between "
+                                           "events saves nothing)")
     host_call_us: float = _p(11.7, "measured", "host time of one warm gemm.matmul call",
                              f"{RESULTS}/host.csv: per warm call at 256^3, 1,000 calls back to back")
     host_floor_us: float = _p(20.5, "measured", "the least time two CUDA events around a call measure: the "

@@ -16,7 +16,7 @@ CASES = [
     KernelConfig(preset("v7")),
     KernelConfig(preset("v7", cluster_m=2), "bfloat16", "mn", "mn"),
     KernelConfig(preset("v7", cluster_m=1, cluster_n=2), "float16", "k", "mn"),
-    KernelConfig(preset("v7", cluster_m=1, epilogue="direct")),
+    KernelConfig(preset("v7", cluster_m=1, epilogue="direct", dependent_launch=False)),
     KernelConfig(preset("v7", block_n=192, stages=4, wgmma_in_flight=1)),
     KernelConfig(preset("v7", block_m=256, block_n=128, cluster_m=1, cluster_n=2), "bfloat16"),
     KernelConfig(preset("v6")),
@@ -81,6 +81,13 @@ def test_feature_instructions(compiled):
     assert ("cp.async.bulk.tensor.2d.global.shared::cta" in ptx) == tma_store
     if tma_store:
         assert "fence.proxy.async.shared::cta" in ptx and "cp.async.bulk.wait_group.read 0" in ptx
+    # a programmatic dependent waits for the kernel ahead (producer and consumers) before its
+    # loads and stores, and lets the next one be scheduled once per CTA, after its last store
+    assert len(re.findall(r"griddepcontrol\.wait;", ptx)) == (2 if s.dependent_launch else 0)
+    assert len(re.findall(r"griddepcontrol\.launch_dependents;", ptx)) == (1 if s.dependent_launch else 0)
+    if s.dependent_launch:
+        assert re.search(r"griddepcontrol\.wait;.*?cp\.async\.bulk\.tensor\.2d\.shared::cluster", ptx, re.S)
+        assert not re.search(r"griddepcontrol\.launch_dependents;.*?wgmma\.mma_async", ptx, re.S)
     # the tile loop of a persistent kernel steps by the grid: no 64-bit division in the kernel
     assert not re.search(r"\b(div|rem)\.[su]64", ptx)
 
@@ -160,6 +167,11 @@ def test_split_cluster_needs_the_persistent_kernel():
 def test_kernel_gaps_raise(changes, limit):
     with pytest.raises(KernelGapError, match=limit):
         KernelConfig(preset("v7", **changes))
+
+
+def test_dependent_launch_needs_the_producer_warpgroup_kernel():
+    with pytest.raises(KernelGapError, match="dependent_launch is built only in the producer-warpgroup"):
+        KernelConfig(preset("v5", dependent_launch=True))
 
 
 @pytest.mark.parametrize("changes,limit", [

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.research import cli
+from experiments.research import cli, plain_launch
 
 DECODE = "v7:block_m=64,consumer_warpgroups=1,producer_registers=0,consumer_registers=0,"
 CASES = (("dec64-up", 64, 22016, 4096, DECODE + "block_n=256,stages=4"),
@@ -72,12 +72,11 @@ def _kernel_times(name, m, n, k, spec, sets):
     from gemm.kernels import KernelConfig
     from gemm.kernels.tiles import PROBE_WORDS
     from gemm.launch import Launch, load_kernel, launch_gemm
-    from gemm.schedule import from_spec
     stream = torch.cuda.current_stream().cuda_stream
     c = torch.empty(m, n, dtype=torch.float16, device="cuda")
     row, stamps = dict(name=name, m=m, n=n, k=k, schedule=spec), None
     for probed in (False, True):
-        loaded = load_kernel(KernelConfig(from_spec(spec), "float16", "k", "k", clock_probe=probed))
+        loaded = load_kernel(KernelConfig(plain_launch(spec), "float16", "k", "k", clock_probe=probed))
         probe = cupy.zeros((LAUNCHES, MAX_CTAS, PROBE_WORDS), dtype=cupy.uint64)
         slot = MAX_CTAS * PROBE_WORDS * 8
         preps = [launch_gemm(loaded, a.data_ptr(), k, b.data_ptr(), k, c.data_ptr(), n, m, n, k, stream,
@@ -112,7 +111,6 @@ def dump(path: Path) -> None:
     from experiments.measure import provenance
     from experiments.bench import hbm_copy_gb_per_s
     from experiments.timing import time_blocks
-    from gemm.schedule import from_spec
     record = {"provenance": provenance(), "loop": [], "cases": []}
     for size in (64, 256):
         sets = [_operands(size, size, size, i) for i in range(3)]
@@ -125,7 +123,7 @@ def dump(path: Path) -> None:
     for name, m, n, k, spec in CASES:
         sets = [_operands(m, n, k, i) for i in range(3)]
         row, stamps[name] = _kernel_times(name, m, n, k, spec, sets)
-        ms = time_blocks({"ours": lambda x, y, s=from_spec(spec): gemm.matmul(x, y, schedule=s),
+        ms = time_blocks({"ours": lambda x, y, s=plain_launch(spec): gemm.matmul(x, y, schedule=s),
                           "torch": torch.matmul}, sets)
         row["api_us"], row["torch_us"] = ms["ours"] * 1e3, ms["torch"] * 1e3
         row["bytes"] = 2 * (m * k + n * k + m * n)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.research import cli
+from experiments.research import cli, plain_launch
 
 P0 = "producer_registers=0,consumer_registers=0"
 NARROW = f"v7:block_m=64,consumer_warpgroups=1,{P0},"          # one 64-row consumer warpgroup
@@ -73,10 +73,9 @@ def dump(path: Path) -> None:
     from experiments.bench import _operands, _relative_error, hbm_copy_gb_per_s
     from experiments.measure import provenance
     from experiments.timing import back_to_back_rounds
-    from gemm.schedule import from_spec
     record = {"provenance": provenance(), "cases": []}
     for name, m, n, k, spec in CASES:
-        s = from_spec(spec)
+        s = plain_launch(spec)
         sets = [_operands(dict(m=m, n=n, k=k, batch=1, dtype="float16"), seed) for seed in (1, 2)]
         a, b = sets[0]
         out = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
@@ -117,10 +116,9 @@ def model_fixed_us(cases: list[dict], gpu: str = "h200-sxm") -> float:
     import dataclasses
 
     import sim
-    from gemm.schedule import from_spec
     g = dataclasses.replace(sim.load_profile(gpu), hbm_stream_fixed_us=0.0)
     series = {c[0]: c for c in CASES}
-    pts = [(c["bytes"], sim.predict(from_spec(series[c["name"]][4]), c["m"], c["n"], c["k"], gpu=g).ms * 1e3)
+    pts = [(c["bytes"], sim.predict(plain_launch(series[c["name"]][4]), c["m"], c["n"], c["k"], gpu=g).ms * 1e3)
            for c in cases if c["name"] == STREAM_SERIES or c["name"].startswith(STREAM_SERIES + " K")]
     return float(np.polyfit([b for b, _ in pts], [t for _, t in pts], 1)[1])
 

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.research import cli
+from experiments.research import cli, plain_launch
 
 N, K = 3840, 8192
 SCHEDULES = (
@@ -94,8 +94,7 @@ def _medians(rec: dict, spec: str) -> list[tuple[int, float]]:
 
 def _predicted_us(prof, spec: str, m: int) -> float:
     import sim
-    from gemm.schedule import from_spec
-    return sim.fast_predict(from_spec(spec), m, N, K, gpu=prof).ms * 1e3
+    return sim.fast_predict(plain_launch(spec), m, N, K, gpu=prof).ms * 1e3
 
 
 def summarize(path: Path, gpu: str = "h200-sxm") -> dict:

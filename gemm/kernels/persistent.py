@@ -51,6 +51,13 @@ kernel changes four things, each a Schedule field:
                       costs a tile's fp32 bytes through the cluster's SM-to-SM network and one
                       round of barriers, where the workspace costs them through L2 twice and a
                       handshake through global atomics (~1 us).
+  dependent_launch    launched as a programmatic dependent (gemm/ptx/grid.py): the kernel may
+                      be scheduled before the one ahead of it on the stream has finished; its
+                      CTAs set up (barriers, tensor maps, registers), then the producer and the
+                      consumers wait (griddepcontrol.wait) for that kernel to complete before
+                      they load or write anything in global memory. Each CTA lets the next
+                      kernel be scheduled once its own work is done. Back to back, the launch
+                      and the prologue hide under the previous kernel's last CTAs.
   stream_k            a grid whose tiles do not fill whole waves leaves SMs idle in the last
                       one. The last partial wave's tiles and stream_k_waves full waves before
                       them (all tiles, if fewer) are shared out by K iteration instead: CTA g
@@ -267,6 +274,7 @@ def build_persistent_kernel(config):
     SETMAXNREG = s.uses_setmaxnreg
     PRODUCER_REGS, CONSUMER_REGS = s.producer_registers, s.consumer_registers
     TMA_STORE = s.stores_via_tma
+    DEPENDENT = s.dependent_launch
     SLOT_BYTES = config.stream_k_slot_bytes
     # The consumers work out their next unit inside the first K tile, between its WGMMAs' issue
     # and their wait. Only where a CTA walks many whole tiles: with a group kept in flight across
@@ -405,6 +413,8 @@ def build_persistent_kernel(config):
             if tid == CONSUMER_THREADS:
                 stage, phase = 0, 1
                 pos, unit = run_start, first_unit
+                if DEPENDENT:
+                    ptx.grid_dependency_wait()  # A and B may be the kernel before's output
                 while True:
                     found, product, tile_unit, _, first_k, count_k, pos, unit = next_work(
                         pos, run_end, unit, units, tile_units, num_iters, unit_step, rank)
@@ -435,6 +445,8 @@ def build_persistent_kernel(config):
             found, product, tile_unit, slice_, first_k, count_k, pos, unit = next_work(
                 pos, run_end, unit, units, tile_units, num_iters, unit_step, rank)
             off_m, off_n = corner_of(tile_unit, m, n, units_m, units_n, rank)
+            if DEPENDENT:
+                ptx.grid_dependency_wait()     # C and the workspace are the kernel before's until it ends
             while found:                       # (not a range: a run-time step divides in 64 bits)
                 # the next unit and its corner are worked out while this tile's first WGMMAs
                 # run: its divisions would otherwise hold the tensor cores idle (~1k clocks a tile)
@@ -495,6 +507,10 @@ def build_persistent_kernel(config):
                 first_k, count_k, off_m, off_n = next_first_k, next_count_k, next_off_m, next_off_n
             if TMA_STORE and tid % 128 == 0:
                 ptx.bulk_wait_group_read(0)    # shared memory must outlive the last store's reads
+            if DEPENDENT and tid == 0:
+                # this CTA's work is done: the next kernel may be scheduled once every CTA is here
+                # (earlier, its CTAs would take the SMs this grid leaves idle and crowd them)
+                ptx.launch_dependents()
         if CLUSTER > 1:
             ptx.cluster_sync()                 # no CTA leaves while its partner may still arrive on it
         probe_finish(probe)

@@ -8,6 +8,7 @@
              and acquiring wait), multicast TMA load
   exchange   split-K inside a cluster: partials sent through distributed shared memory, summed
   registers  setmaxnreg (a warpgroup gives registers back or takes them)
+  grid       programmatic dependent launch: wait for the kernel before, let the next one start
   wgmma      fence / mma_async over a K tile (fp32 or fp16 accumulators) / commit / wait
   fragment   accumulator zeros, the bounded store of a WGMMA fragment, and its stmatrix
              into a swizzled shared-memory C tile
@@ -21,6 +22,7 @@ from .cluster import (cluster_ctarank, cluster_sync, mbarrier_arrive_cluster, mb
 from .exchange import send_partials, sum_partials
 from .fences import elect_one, fence_proxy_async_shared, fence_tensormap_acquire, named_barrier_sync
 from .integer import div_u32, rem_u32
+from .grid import grid_dependency_wait, launch_dependents
 from .fragment import accumulator_zeros, fragment_coords, stage_accumulators, store_accumulators
 from .registers import setmaxnreg_dec, setmaxnreg_inc
 from .memory import (add_fragment_slot, atomic_add_u32, fence_gpu, ld_acquire_u32, reduce_strip, st_global_u32,
@@ -37,7 +39,7 @@ __all__ = [
     "cluster_ctarank", "cluster_sync", "mbarrier_arrive_cluster", "mbarrier_arrive_release_cluster",
     "mbarrier_wait_cluster", "tma_load_2d_multicast", "send_partials", "sum_partials",
     "elect_one", "fence_proxy_async_shared", "fence_tensormap_acquire", "named_barrier_sync",
-    "div_u32", "rem_u32",
+    "div_u32", "rem_u32", "grid_dependency_wait", "launch_dependents",
     "accumulator_zeros", "fragment_coords", "stage_accumulators", "store_accumulators",
     "setmaxnreg_dec", "setmaxnreg_inc",
     "add_fragment_slot", "atomic_add_u32", "fence_gpu", "ld_acquire_u32", "reduce_strip", "st_global_u32",

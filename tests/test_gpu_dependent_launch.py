@@ -1,0 +1,148 @@
+"""Kernels launched as programmatic dependents (Schedule.dependent_launch, gemm/ptx/grid.py), on
+the GPU: each call may start while the one before it on the stream ends, so every test here
+launches calls back to back with no synchronisation between them and checks that a call saw
+everything the call before it wrote: a chain of products each reading the last one's output,
+two calls writing one output, split-K's counters shared by consecutive launches, an input that
+a torch kernel (not a dependent launch) wrote just before, and a chain captured in a CUDA graph."""
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+from experiments.reference import TOLERANCE  # noqa: E402
+from gemm.schedule import from_spec  # noqa: E402
+
+DECODE = "v7:block_m=64,consumer_warpgroups=1,producer_registers=0,consumer_registers=0,"
+SCHEDULES = {
+    "v7": from_spec("v7"),
+    "split-k-workspace": from_spec(DECODE + "block_n=128,stages=8,split_k=4"),
+    "split-cluster-swap-ab": from_spec(DECODE + "block_n=16,block_k=128,stages=8,split_k=2,swap_ab=true,"
+                                       "epilogue=direct,split_cluster=true"),
+    "stream-k": from_spec("v7:stream_k=true"),
+    "v7-cluster": from_spec("v7:block_n=192,stages=4,cluster_m=2"),
+}
+
+
+def _rel(c, ref):
+    import torch
+    if not torch.isfinite(c.double()).all():
+        return float("inf")
+    return float(torch.linalg.norm(c.double() - ref) / torch.linalg.norm(ref))
+
+
+def _chain(m, widths, seed):
+    """x0 [m, widths[0]] and weights W_i [widths[i], widths[i+1]], scaled so every product has
+    entries of unit size."""
+    import torch
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    x = torch.randn(m, widths[0], generator=g, device="cuda").half()
+    ws = [(torch.randn(a, b, generator=g, device="cuda") * a ** -0.5).half() for a, b in zip(widths, widths[1:])]
+    return x, ws
+
+
+@pytest.mark.parametrize("name", list(SCHEDULES))
+@pytest.mark.parametrize("m", [16, 300])
+def test_each_call_reads_the_output_of_the_call_before(name, m):
+    """x_{i+1} = x_i @ W_i, all launched before any is checked: the first has a long K (its
+    kernel still runs when the next one starts), the rest read what the one before wrote."""
+    import torch
+
+    import gemm
+    schedule = SCHEDULES[name]
+    assert schedule.dependent_launch
+    x, ws = _chain(m, [8192, 1024, 1024, 1024, 768], seed=m)
+    outs = [torch.full((m, w.shape[1]), float("nan"), device="cuda", dtype=torch.half) for w in ws]
+    torch.cuda.synchronize()
+    inputs = [x] + outs[:-1]
+    for inp, w, out in zip(inputs, ws, outs):
+        gemm.matmul(inp, w, schedule=schedule, out=out)
+    torch.cuda.synchronize()
+    for i, (inp, w, out) in enumerate(zip(inputs, ws, outs)):
+        assert _rel(out, inp.double() @ w.double()) < TOLERANCE["float16"], (name, m, i)
+
+
+@pytest.mark.parametrize("name", list(SCHEDULES))
+def test_the_later_of_two_calls_into_one_output_wins(name):
+    import torch
+
+    import gemm
+    schedule = SCHEDULES[name]
+    g = torch.Generator(device="cuda").manual_seed(5)
+    a1 = torch.randn(256, 8192, generator=g, device="cuda").half() * 8192 ** -0.5
+    a2 = torch.randn(256, 512, generator=g, device="cuda").half() * 512 ** -0.5
+    b1 = torch.randn(8192, 1024, generator=g, device="cuda").half()
+    b2 = torch.randn(512, 1024, generator=g, device="cuda").half()
+    out = torch.full((256, 1024), float("nan"), device="cuda", dtype=torch.half)
+    for _ in range(3):
+        gemm.matmul(a1, b1, schedule=schedule, out=out)   # long
+        gemm.matmul(a2, b2, schedule=schedule, out=out)   # short: it must not finish first
+    torch.cuda.synchronize()
+    assert _rel(out, a2.double() @ b2.double()) < TOLERANCE["float16"], name
+
+
+def test_split_k_counters_between_consecutive_launches():
+    """Consecutive launches of one split-K kernel share its workspace and tile counters: twenty
+    of them back to back, each on its own inputs, every output checked."""
+    import torch
+
+    import gemm
+    schedule = SCHEDULES["split-k-workspace"]
+    g = torch.Generator(device="cuda").manual_seed(7)
+    cases = [(torch.randn(64, 4096, generator=g, device="cuda").half() * 64 ** -1,
+              torch.randn(4096, 2048, generator=g, device="cuda").half()) for _ in range(20)]
+    outs = [torch.full((64, 2048), float("nan"), device="cuda", dtype=torch.half) for _ in cases]
+    torch.cuda.synchronize()
+    for (a, b), out in zip(cases, outs):
+        gemm.matmul(a, b, schedule=schedule, out=out)
+    torch.cuda.synchronize()
+    for i, ((a, b), out) in enumerate(zip(cases, outs)):
+        assert _rel(out, a.double() @ b.double()) < TOLERANCE["float16"], i
+
+
+@pytest.mark.parametrize("name", ["v7", "split-cluster-swap-ab"])
+def test_an_input_a_torch_kernel_just_wrote(name):
+    """The kernel before a dependent launch need not be ours: a torch copy writes A (and a
+    fill poisons C) right before each call."""
+    import torch
+
+    import gemm
+    schedule = SCHEDULES[name]
+    g = torch.Generator(device="cuda").manual_seed(9)
+    b = torch.randn(4096, 2048, generator=g, device="cuda").half()
+    a = torch.empty(32, 4096, device="cuda", dtype=torch.half)
+    out = torch.empty(32, 2048, device="cuda", dtype=torch.half)
+    for i in range(4):
+        new = torch.randn(32, 4096, generator=g, device="cuda").half() * 64 ** -1
+        torch.cuda.synchronize()
+        a.copy_(new)
+        out.fill_(float("nan"))
+        gemm.matmul(a, b, schedule=schedule, out=out)
+        torch.cuda.synchronize()
+        assert _rel(out, new.double() @ b.double()) < TOLERANCE["float16"], (name, i)
+
+
+def test_a_dependent_chain_in_a_cuda_graph():
+    import torch
+
+    import gemm
+    schedule = SCHEDULES["split-cluster-swap-ab"]
+    x, ws = _chain(16, [4096, 2048, 1024], seed=11)
+    mid = torch.empty(16, 2048, device="cuda", dtype=torch.half)
+    out = torch.empty(16, 1024, device="cuda", dtype=torch.half)
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        gemm.matmul(x, ws[0], schedule=schedule, out=mid)      # warm: kernels loaded, maps made
+        gemm.matmul(mid, ws[1], schedule=SCHEDULES["v7"], out=out)
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            gemm.matmul(x, ws[0], schedule=schedule, out=mid)
+            gemm.matmul(mid, ws[1], schedule=SCHEDULES["v7"], out=out)
+    for _ in range(3):
+        x.copy_(torch.randn_like(x))
+        mid.fill_(float("nan"))
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        want_mid = x.double() @ ws[0].double()
+        assert _rel(mid, want_mid) < TOLERANCE["float16"]
+        assert _rel(out, mid.double() @ ws[1].double()) < TOLERANCE["float16"]
