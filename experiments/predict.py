@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT.parent / "shared" / "bench" / "shapes.json"
 COLUMNS = ("suite", "name", "m", "n", "k", "batch", "dtype", "schedule", "built", "predicted_ms", "predicted_tflops",
-           "predicted_device_ms", "predicted_queued_ms", "predicted_kernel_ms", "predicted_rank", "ctas_per_sm",
+           "predicted_device_ms", "predicted_alone_ms", "predicted_queued_ms", "predicted_kernel_ms", "predicted_rank", "ctas_per_sm",
            "ctas", "units_per_cta", "bound", "gpu", "clock_ghz", "predicted_ms_earned_clock", "earned_clock_ghz",
            "predicted_ms_profile_clock", "kernels", "model_version", "commit", "date")
 SM_COUNT = 132
@@ -133,7 +133,8 @@ def predict_shape(shape: dict, gpu: str, fast: bool = False) -> list[dict]:
         rows.append({"suite": shape.get("suite", ""), "name": shape.get("name", ""), "m": m, "n": n, "k": k,
                      "batch": batch, "dtype": dtype, "schedule": s.name, "built": not kernel_gaps(s),
                      "predicted_ms": round(p.timed_ms, 5), "predicted_tflops": round(p.timed_tflops, 1),
-                     "predicted_device_ms": round(p.ms, 5), "predicted_queued_ms": round(p.call["queued_ms"], 5),
+                     "predicted_device_ms": round(p.ms, 5), "predicted_alone_ms": round(p.call["alone_ms"], 5),
+                     "predicted_queued_ms": round(p.call["queued_ms"], 5),
                      "predicted_kernel_ms": round(p.call["kernel_ms"], 5), "ctas_per_sm": p.ctas_per_sm,
                      "ctas": p.launch["ctas"], "units_per_cta": p.launch["units_per_cta"], "bound": p.bound,
                      "gpu": gpu, "clock_ghz": p.clock_ghz,
@@ -188,7 +189,8 @@ def main(argv=None) -> int:
         f.write(f"# predicted by python -m experiments.predict --suite {a.suite} --gpu {a.gpu}"
                 f"{' --fast' if a.fast else ''} (model {version}, commit {sha}, {date}); before any measurement of "
                 "these rows. predicted_ms: one call between CUDA events (host + device); predicted_device_ms: its "
-                "kernels back to back; predicted_queued_ms: calls back to back; predicted_kernel_ms: the GEMM "
+                "kernels back to back (a dependent launch's hidden under the call before); predicted_alone_ms: its "
+                "kernels after an idle GPU; predicted_queued_ms: calls back to back; predicted_kernel_ms: the GEMM "
                 "kernel alone (launch included), all at the clock of the bench's median run under its load "
                 "(sim/load_clock.py; clock_ghz) and the profile's host (sim/call.py event_ms). TFLOPS from "
                 "predicted_ms. Rank 1 = the model's choice. predicted_ms_earned_clock: one call at the clock the "

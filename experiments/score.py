@@ -87,16 +87,33 @@ DEVICE_B2B = "back to back, measured so"
 HOST_FORMULA = "one call, each row's host, measured device"
 
 
+def alone_device_ms(pred: dict, prof, back_to_back_ms: float | None = None) -> float:
+    """A call's device time alone (ms): the prediction's (predicted_alone_ms), or its time back
+    to back (the prediction's, or `back_to_back_ms` measured) with the launch a programmatic
+    dependent hides under the call before it back to back added again (the profile's
+    dependent_launch_saving_us), which one call after an idle GPU cannot hide. Model
+    2026.12-dependent-1 took the saving off without writing predicted_alone_ms; models before it
+    did not take it off."""
+    from gemm.schedule import from_spec
+    if back_to_back_ms is None and pred.get("predicted_alone_ms"):
+        return float(pred["predicted_alone_ms"])
+    b2b = float(pred["predicted_device_ms"]) if back_to_back_ms is None else back_to_back_ms
+    took_it_off = "predicted_alone_ms" in pred or pred.get("model_version") == "2026.12-dependent-1"
+    dependent = took_it_off and from_spec(pred["schedule"]).dependent_launch
+    return b2b + (prof.dependent_launch_saving_us * 1e-3 if dependent else 0.0)
+
+
 def at_run_host(pred: dict, probe: dict, prof=None, device_ms: float | None = None) -> float:
     """The predicted call (ms) as the events see it with the run's own host (its shapes.csv's
     host_probe: call, floor and pace, measured before the rows) in place of the profile's: the
-    model's device time (or `device_ms`) through the model's formula (sim.call.event_ms), the
+    model's device time (or `device_ms`), alone (alone_device_ms), through the model's formula
+    (sim.call.event_ms), the
     kernel's start at the profile's kernel_start_share of the probe's called_us where the run
     measured it. `prof`: the GPU profile (default: the prediction's)."""
     from sim.call import event_ms
     from sim.hardware import load_profile
     prof = prof or load_profile(pred.get("gpu") or "h200-sxm")
-    device = float(pred["predicted_device_ms"]) if device_ms is None else device_ms
+    device = alone_device_ms(pred, prof, device_ms)
     start = prof.kernel_start_share * probe["called_us"] if probe.get("called_us") else None
     return event_ms(device, probe["call_us"], probe["floor_us"], probe["pace_us"],
                     prof.event_tail_us, int(pred["kernels"]) - 1, prof.host_launch_us, start_us=start)

@@ -142,8 +142,9 @@ def timed(kernel_s: float, s: Schedule, m: int, n: int, k: int, batch: int, slic
     copy_s, copies = copy_kernels_s(s, m, n, k, batch, prof)
     kernels = 1 + copies
     alone_s = kernel_s + reduce_s + copy_s
-    # back to back, a programmatic dependent's launch hides partly under the kernel before it;
-    # between events (one call, or calls each between their own) there is none to hide under
+    # back to back, a programmatic dependent's launch hides partly under the kernel before it
+    # (device_ms, and queued_ms where the device is the slower); one call between events, on a
+    # GPU idle before it, has none to hide under (alone_ms, timed_ms)
     device_s = alone_s - (prof.dependent_launch_saving_us * 1e-6 if s.dependent_launch else 0.0)
     call_us = prof.host_call_us if host_us is None else host_us
     host_s = (call_us + (kernels - 1) * prof.host_launch_us) * 1e-6
@@ -151,6 +152,6 @@ def timed(kernel_s: float, s: Schedule, m: int, n: int, k: int, batch: int, slic
                         kernels - 1, prof.host_launch_us)
     return {"kernel_ms": kernel_s * 1e3, "reduce_ms": reduce_s * 1e3, "copy_ms": copy_s * 1e3,
             "device_ms": device_s * 1e3, "host_ms": host_s * 1e3, "host_bound": alone_s < host_s,
-            "timed_ms": timed_ms, "serial_ms": (alone_s + host_s) * 1e3,
-            "queued_ms": max(alone_s, host_s) * 1e3, "kernels": kernels, "operand_copies": operand_copies(k),
+            "timed_ms": timed_ms, "serial_ms": (alone_s + host_s) * 1e3, "alone_ms": alone_s * 1e3,
+            "queued_ms": max(device_s, host_s) * 1e3, "kernels": kernels, "operand_copies": operand_copies(k),
             "result_copies": result_copies(s, n)}

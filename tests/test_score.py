@@ -91,3 +91,19 @@ def test_choices_back_to_back_compare_the_calls_back_to_back(tmp_path):
     assert first == "v7:cluster_m=2" and share == pytest.approx(1.0 / 1.1)
     (_, first, share), = res["choices"]               # by one call: v7 first, the ratio's best is the other
     assert first == "v7" and share == pytest.approx(0.90 / 1.10)
+
+
+def test_one_call_rebuilt_from_the_device_time_alone():
+    """A dependent launch's back-to-back time hides part of its launch under the call before;
+    one call after an idle GPU pays it: the score adds the profile's saving back, for the models
+    that took it off, and takes a prediction's own alone time where it carries one."""
+    from experiments.score import alone_device_ms
+    from sim.hardware import load_profile
+    prof = load_profile("h200-sxm")
+    saving = prof.dependent_launch_saving_us * 1e-3
+    row = {"schedule": "v7", "predicted_device_ms": "0.030", "model_version": "2026.12-dependent-1"}
+    assert alone_device_ms(row, prof) == pytest.approx(0.030 + saving)
+    assert alone_device_ms({**row, "schedule": "v7:dependent_launch=false"}, prof) == pytest.approx(0.030)
+    assert alone_device_ms({**row, "model_version": "2026.12-cluster-1"}, prof) == pytest.approx(0.030)
+    assert alone_device_ms({**row, "predicted_alone_ms": "0.0325"}, prof) == pytest.approx(0.0325)
+    assert alone_device_ms({**row, "predicted_alone_ms": "0.0325"}, prof, 0.029) == pytest.approx(0.029 + saving)
