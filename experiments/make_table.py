@@ -9,7 +9,9 @@ their ratio to the faster cuBLAS timed in the same run, which carries over betwe
 clocks differ (time alone does not); where sweeps measured one candidate at one shape more than
 once, its ratios' geometric mean counts: one run's ratio moves by a few percent (the host's pace,
 the clock between blocks), more than what separates the leading candidates, so the newest alone
-would pick by noise. `--since DATE` leaves out rows measured before it (after a kernel change).
+would pick by noise. `--since DATE` leaves out rows measured before it (after a kernel change);
+`--padded-since DATE` does so for the shapes whose rows TMA cannot address only (after a change
+to the copies their calls make: those shapes have rules of their own, gemm.dispatch.table).
 `--by back-to-back` compares the candidates' calls back to back instead (each sweep's
 cublas_b2b_us over ours_b2b_us, timed in rounds): the device's speed under a stream of calls,
 which one call between events cannot see where the host paces it.
@@ -27,7 +29,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from gemm.dispatch.candidates import SPECS
-from gemm.dispatch.table import TABLES, shape_key
+from gemm.dispatch.table import TABLES, padded, shape_key
 
 from .paths import REPO, read_rows, results_dir
 
@@ -47,26 +49,30 @@ def _ratio(r: dict, measure: str) -> float | None:
     return None
 
 
-def candidate_ratios(rows, since: str = "", measure: str = "one-call") -> dict:
+def candidate_ratios(rows, since: str = "", measure: str = "one-call", padded_since: str = "") -> dict:
     """{(name, m, n, k, batch, dtype): {spec: ratio to the faster cuBLAS}} of the correct rows of
-    dispatcher candidates measured on or after `since` (an ISO date), the geometric mean of
-    each candidate's measurements at each shape; `measure` (MEASURES): by one call, or by the
-    calls back to back."""
+    dispatcher candidates measured on or after `since` (an ISO date), and for shapes whose rows
+    TMA cannot address (gemm.dispatch.table.padded) on or after `padded_since` as well, the
+    geometric mean of each candidate's measurements at each shape; `measure` (MEASURES): by one
+    call, or by the calls back to back."""
     if measure not in MEASURES:
         raise ValueError(f"measure must be one of {MEASURES}, got {measure!r}")
     logs = defaultdict(lambda: defaultdict(list))
     for r in rows:
         ratio = _ratio(r, measure)
-        if r["schedule"] in SPECS and r.get("correct") == "True" and ratio and (r.get("date") or "") >= since:
+        date = r.get("date") or ""
+        if r["schedule"] in SPECS and r.get("correct") == "True" and ratio and date >= since:
             shape = (r["name"], int(r["m"]), int(r["n"]), int(r["k"]), int(r.get("batch") or 1), r["dtype"])
+            if padded(shape[2], shape[3]) and date < padded_since:
+                continue
             logs[shape][r["schedule"]].append(math.log(ratio))
     return {shape: {spec: math.exp(sum(v) / len(v)) for spec, v in specs.items()} for shape, specs in logs.items()}
 
 
-def best_per_bucket(rows, since: str = "", measure: str = "one-call") -> dict:
+def best_per_bucket(rows, since: str = "", measure: str = "one-call", padded_since: str = "") -> dict:
     """{shape_key: (spec, [measured shape names])}."""
     by_shape = {shape: {spec: 1.0 / ratio for spec, ratio in ratios.items()}   # time over cuBLAS's
-                for shape, ratios in candidate_ratios(rows, since, measure).items()}
+                for shape, ratios in candidate_ratios(rows, since, measure, padded_since).items()}
     buckets = defaultdict(list)
     for shape, times in by_shape.items():
         name, m, n, k, batch, dtype = shape
@@ -94,15 +100,18 @@ def main(argv=None) -> int:
     p.add_argument("--sweep", type=Path, nargs="+", default=None, help="sweep CSVs (default: results/*/sweep*.csv)")
     p.add_argument("--gpu", default="h200-sxm")
     p.add_argument("--since", default="", help="leave out rows measured before this ISO date")
+    p.add_argument("--padded-since", default="",
+                   help="for shapes whose rows TMA cannot address, leave out rows measured before this ISO date as "
+                        "well (after a change to the copies those calls make, gemm/padding.py)")
     p.add_argument("--by", choices=MEASURES, default="one-call",
                    help="compare candidates by one call between events (default), or by their calls back to "
                         "back (sweeps that time them in rounds, experiments.timing.back_to_back_rounds)")
     args = p.parse_args(argv)
     sweeps = args.sweep or sorted(RESULTS.glob("sweep*.csv"))
     rows = [r for path in sweeps for r in read_rows(path)]
-    table = best_per_bucket(rows, args.since, args.by)
+    table = best_per_bucket(rows, args.since, args.by, args.padded_since)
     rules = [{"m_bucket": key[0], "n_bucket": key[1], "k_bucket": key[2], "batch_bucket": key[3], "dtype": key[4],
-              "schedule": spec, "measured": "fastest measured on " + ", ".join(names)}
+              "padded": key[5], "schedule": spec, "measured": "fastest measured on " + ", ".join(names)}
              for key, (spec, names) in sorted(table.items())]
     out = TABLES / f"{args.gpu}.json"
     out.write_text(json.dumps({
@@ -110,9 +119,11 @@ def main(argv=None) -> int:
         "made_by": "python -m experiments.make_table",
         "from": [_in_repo(path) for path in sweeps],
         **({"since": args.since} if args.since else {}),
+        **({"padded_since": args.padded_since} if args.padded_since else {}),
         **({"by": args.by} if args.by != "one-call" else {}),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "buckets": "round(2 log2 x) / 2 of M, N, K and the batch",
+        "buckets": "round(2 log2 x) / 2 of M, N, K and the batch; padded: rows TMA cannot address (K or N x 2 "
+                   "bytes not a multiple of 16)",
         "rules": rules,
     }, indent=1) + "\n")
     for rule in rules:

@@ -258,3 +258,22 @@ def test_lines_off_128_bytes_rank_with_the_model_where_it_costs():
     off = choose(4096, 4096, 4104, lines_off=(True, True))
     assert off.source == "model" and "lines off 128 bytes" in off.detail and off.schedule.cluster_size == 2
     assert choose(1000, 1000, 1000, lines_off=(True, True)).source == "table"
+
+
+def test_shapes_whose_rows_are_copied_have_rules_of_their_own():
+    """odd4095 (K and N x 2 bytes not multiples of 16: its call copies rows) shares sq4096's
+    half-octave buckets but not its rule; --padded-since drops only such shapes' older rows."""
+    from experiments import make_table
+    assert table.padded(4097, 4099) and not table.padded(4096, 4096) and table.padded(4096, 4099)
+    assert table.shape_key(4095, 4097, 4099, 1, "float16") != table.shape_key(4096, 4096, 4096, 1, "float16")
+    later = "2026-12-02T10:00:00+00:00"
+    odd = dict(name="odd4095", m="4095", n="4097", k="4099")
+    rows = [_sweep_row("v7", 1.00), _sweep_row("v7:cluster_m=2", 0.95),
+            {**_sweep_row("v7", 2.5), **odd}, {**_sweep_row("v7:cluster_m=2", 2.0), **odd},
+            {**_sweep_row("v7", 3.0, date=later), **odd}, {**_sweep_row("v7:cluster_m=2", 3.3, date=later), **odd}]
+    best = make_table.best_per_bucket(rows)
+    assert best[table.shape_key(4096, 4096, 4096, 1, "float16")][0] == "v7"
+    assert best[table.shape_key(4095, 4097, 4099, 1, "float16")][0] == "v7"        # (2.5 x 3.0) against (2.0 x 3.3)
+    best = make_table.best_per_bucket(rows, padded_since=later)
+    assert best[table.shape_key(4095, 4097, 4099, 1, "float16")][0] == "v7:cluster_m=2"
+    assert best[table.shape_key(4096, 4096, 4096, 1, "float16")][0] == "v7"        # aligned rows all kept

@@ -1,7 +1,9 @@
 """The shipped dispatch table: measured best schedules by shape bucket, one JSON file per GPU.
 
 A rule covers a half-octave bucket of M, N and K (and the batch and dtype): a shape whose
-log2(M), log2(N), log2(K), rounded to halves, equal the rule's takes its schedule. The
+log2(M), log2(N), log2(K), rounded to halves, equal the rule's takes its schedule. Shapes whose
+rows TMA cannot address (K or N x 2 bytes not a multiple of 16: the call copies them, and a C
+stored by TMA goes through a padded stand-in, gemm/padding.py) have rules of their own. The
 tables are data, made by `python -m experiments.make_table` from a measured sweep
 (experiments/results/<gpu>/sweep.csv); a shape in no bucket goes to the model.
 """
@@ -12,6 +14,8 @@ import math
 from functools import lru_cache
 from pathlib import Path
 
+from ..limits import INPUT_BYTES, TMA_ALIGNMENT_BYTES
+
 TABLES = Path(__file__).with_name("tables")
 
 
@@ -20,8 +24,15 @@ def bucket(x: int) -> float:
     return round(2 * math.log2(max(1, x))) / 2
 
 
+def padded(n: int, k: int) -> bool:
+    """Whether a contiguous product of this shape has rows TMA cannot address: K x 2 bytes (A's
+    and W's rows) or N x 2 bytes (C's) not a multiple of 16. Its call copies them, which makes
+    other tiles fastest than for its aligned neighbours (odd4095 against sq4096)."""
+    return (k * INPUT_BYTES) % TMA_ALIGNMENT_BYTES != 0 or (n * INPUT_BYTES) % TMA_ALIGNMENT_BYTES != 0
+
+
 def shape_key(m: int, n: int, k: int, batch: int, dtype: str) -> tuple:
-    return (bucket(m), bucket(n), bucket(k), bucket(batch), dtype)
+    return (bucket(m), bucket(n), bucket(k), bucket(batch), dtype, padded(n, k))
 
 
 @lru_cache(maxsize=None)
@@ -33,7 +44,8 @@ def load(gpu: str) -> dict:
     table = json.loads(path.read_text())
     rules = {}
     for rule in table["rules"]:
-        key = (rule["m_bucket"], rule["n_bucket"], rule["k_bucket"], rule["batch_bucket"], rule["dtype"])
+        key = (rule["m_bucket"], rule["n_bucket"], rule["k_bucket"], rule["batch_bucket"], rule["dtype"],
+               rule.get("padded", False))
         rules[key] = (rule["schedule"], rule.get("measured", ""))
     return rules
 
