@@ -26,8 +26,8 @@ def bucket(x: int) -> float:
 
 def padded(n: int, k: int) -> bool:
     """Whether a contiguous product of this shape has rows TMA cannot address: K x 2 bytes (A's
-    and W's rows) or N x 2 bytes (C's) not a multiple of 16. Its call copies them, which makes
-    other tiles fastest than for its aligned neighbours (odd4095 against sq4096)."""
+    and W's rows) or N x 2 bytes (C's) not a multiple of 16. Its call copies them, which can
+    favour a different tile there than at its aligned neighbours (odd4095 against sq4096)."""
     return (k * INPUT_BYTES) % TMA_ALIGNMENT_BYTES != 0 or (n * INPUT_BYTES) % TMA_ALIGNMENT_BYTES != 0
 
 

@@ -6,10 +6,10 @@ exited), instead of after that kernel has completed and its memory has been flus
 take SMs as the earlier kernel's CTAs leave them, set up, and wait in `griddepcontrol.wait`
 until the earlier kernel has completed and its writes are visible: no load of A or B and no
 write of C or the workspace comes before it. The GEMM kernels issue `launch_dependents` when a
-CTA's work is done: issued as soon as the CTAs have set up, the next kernel's CTAs took the SMs a
-grid smaller than the GPU leaves idle and waited there, and that kernel, placed on whatever SMs
-were free, ran up to 22% slower (docs/research/notes.md, item 140). Launched without the
-attribute, both instructions do nothing.
+CTA's work is done: issued as soon as the CTAs have set up, the next kernel's CTAs would take
+the SMs a grid smaller than the GPU leaves idle and wait there, and that kernel, placed on
+whatever SMs were free, would run slower. Launched without the attribute, both instructions do
+nothing.
 """
 from ._asm import asm_intrinsic
 
