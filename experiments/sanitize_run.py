@@ -42,7 +42,9 @@ WARPGROUP_CASES = [("v6", (300, 264, 200), 1), ("v7", (384, 264, 520), 1), ("v7:
                     "epilogue=direct,producer_registers=0,consumer_registers=0,split_cluster=true", (13, 264, 1000), 1),
                    ("v7:stream_k=true", (384, 264, 520), 1), ("v7:block_n=128,stages=4,stream_k=true", (520, 900, 1000), 1),
                    # 306 tiles on 132 CTAs: the last partial wave's 42 shared, two waves of whole tiles
-                   ("v7:block_n=128,stages=4,stream_k=true,stream_k_waves=0", (2304, 2176, 256), 1)]
+                   ("v7:block_n=128,stages=4,stream_k=true,stream_k_waves=0", (2304, 2176, 256), 1),
+                   # 216 tiles on 132 CTAs: a CTA's second unit loaded from its last K tile down
+                   ("v7:block_n=192,stages=4,cluster_m=2,k_order=serpentine", (2304, 2176, 256), 1)]
 
 
 def check(label, c, a, b):

@@ -49,6 +49,7 @@ RASTERS = ("row", "column", "grouped")
 EPILOGUES = ("direct", "tma")
 PHASE_STORAGE = ("register", "local")
 ACCUMULATE = ("float32", "float16")
+K_ORDERS = ("forward", "serpentine")
 MAX_STREAM_K_WAVES = 2      # full waves stream-K may share besides the partial one
 
 
@@ -85,6 +86,11 @@ class Schedule:
     raster: str = "column"
     raster_group: int = 8           # tiles per group when raster == "grouped"
     epilogue: str = "direct"        # "direct": registers -> global; "tma": via shared + TMA store
+    # The order a persistent CTA loads a unit's K tiles in: "forward" always; "serpentine"
+    # forward on its even units, backward on its odd ones. The CTAs walk their units in waves,
+    # so each wave then starts at the K end the wave before finished at, where the L2 still
+    # holds the panels the two waves share (raster order makes them share one operand's).
+    k_order: str = "forward"
     accumulate: str = "float32"     # WGMMA accumulator type; "float16" halves the registers
     # --- the persistent, clustered kernel (specialized family) ---
     persistent: bool = False        # a grid of one CTA per SM slot walks the C tiles; the producer
@@ -267,6 +273,10 @@ class Schedule:
         need(self.raster_group >= 1, "raster_group must be >= 1")
         need(self.epilogue in EPILOGUES, f"epilogue must be one of {EPILOGUES}")
         need(self.accumulate in ACCUMULATE, f"accumulate must be one of {ACCUMULATE}")
+        need(self.k_order in K_ORDERS, f"k_order must be one of {K_ORDERS}, got {self.k_order!r}")
+        need(self.k_order == "forward" or self.persistent,
+             "k_order='serpentine' turns a persistent CTA's K order from one unit to its next: "
+             "it needs persistent=True")
         need(self.phase_storage in PHASE_STORAGE, f"phase_storage must be one of {PHASE_STORAGE}")
         need(self.phase_storage == "register" or (self.family == "ring" and self.runtime_stage_index),
              "phase_storage='local' is the ring family's runtime-indexed phase array")
@@ -408,6 +418,9 @@ def kernel_gaps(s: Schedule) -> list[str]:
         gaps.append("swap_ab writes C transposed from registers: epilogue='direct'")
     if s.dependent_launch and not warpgroup_producer:
         gaps.append("dependent_launch is built only in the producer-warpgroup kernel")
+    if s.k_order == "serpentine" and s.stream_k:
+        gaps.append("k_order='serpentine' with stream_k: the producer's share bookkeeping fills its "
+                    "registers (it spills with an MN-major operand)")
     if s.swap_ab and s.accumulate == "float16":
         gaps.append("swap_ab stores fp32 accumulators transposed: accumulate='float32'")
     return gaps

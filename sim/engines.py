@@ -160,21 +160,23 @@ def _tile_order(raster: str, g: int, tm: int, tn: int) -> tuple[np.ndarray, np.n
     return first + local % size, local // size
 
 
-def memory_traffic(s: Schedule, m: int, n: int, k: int, per_wave: int, batch: int = 1) -> dict:
+def memory_traffic(s: Schedule, m: int, n: int, k: int, per_wave: int, batch: int = 1,
+                   l2_lru_bytes: int | None = None) -> dict:
     """Bytes over the L2 -> SM path and from HBM (see _memory_traffic); cached on what it reads."""
     key = (s.block_m, s.block_n, s.block_k, s.raster, s.raster_group, s.cluster_m, s.cluster_n, s.split_k,
-           s.split_cluster, s.swap_ab, m, n, k, per_wave, batch)
+           s.split_cluster, s.swap_ab, s.k_order, m, n, k, per_wave, batch, l2_lru_bytes)
     if key not in _TRAFFIC:
         if len(_TRAFFIC) > 4096:
             _TRAFFIC.clear()
-        _TRAFFIC[key] = _memory_traffic(s, m, n, k, per_wave, batch)
+        _TRAFFIC[key] = _memory_traffic(s, m, n, k, per_wave, batch, l2_lru_bytes)
     return dict(_TRAFFIC[key])
 
 
 _TRAFFIC: dict = {}
 
 
-def _memory_traffic(s: Schedule, m: int, n: int, k: int, per_wave: int, batch: int = 1) -> dict:
+def _memory_traffic(s: Schedule, m: int, n: int, k: int, per_wave: int, batch: int = 1,
+                    l2_lru_bytes: int | None = None) -> dict:
     """Bytes over the L2 -> SM path and from HBM.
 
     Every work unit reads its A panel (its tile's rows inside the matrix x its K slice) and
@@ -184,7 +186,15 @@ def _memory_traffic(s: Schedule, m: int, n: int, k: int, per_wave: int, batch: i
     slice fetched by one is an L2 hit for the others), plus what the epilogue writes: C, or
     under split-K the fp32 partials (their sum, by each tile's CTAs in shares, is counted in
     `sim.call`). Units run in launch order: a batch's slices one after another, each
-    slice's tiles in the raster order. A wave's moving K window is assumed to fit in L2."""
+    slice's tiles in the raster order. A wave's moving K window is assumed to fit in L2.
+
+    With k_order="serpentine" (and an LRU of `l2_lru_bytes`) a wave walks K the other way from
+    the wave before, starting where that one's last K slices are still in L2. Wave w + 1 then
+    hits on the panels both waves read (S bytes) over the first y of its K walk, until its new
+    misses have pushed out the lines it comes to: the L2 holds the last L bytes of wave w's P_w,
+    evicted oldest first, while wave w + 1 inserts (P_w1 - S) bytes per unit of K, so a shared
+    line y from the end survives while (f - y) P_w > y (P_w1 - S), f = L / P_w:
+    y = L / (P_w + P_w1 - S), at most 1; the HBM read shrinks by S y."""
     gm, gn = gemm_dims(s, m, n)
     tm, tn = grid(s, m, n)
     k_iters, slices = k_split(s, k)
@@ -202,11 +212,18 @@ def _memory_traffic(s: Schedule, m: int, n: int, k: int, per_wave: int, batch: i
     n_units = tm * tn * slices * batch
     wave = np.arange(n_units) // max(1, per_wave)
     layer = np.repeat(np.arange(slices * batch), tm * tn)            # batch x slices + slice, per unit
-    hbm = 0
+    waves_bytes = np.zeros(int(wave[-1]) + 1)       # distinct panel bytes each wave reads
+    shared_bytes = np.zeros(int(wave[-1]))           # of those, the ones the next wave reads too
     for idx, count, panel in ((np.tile(rows, slices * batch), tm, a_panel), (np.tile(cols, slices * batch), tn, b_panel)):
         used = np.zeros((int(wave[-1]) + 1, slices * batch * count), bool)   # [wave, panel]: read in that wave
         used[wave, layer * count + idx] = True
-        hbm += int(used.sum(axis=0) @ np.tile(panel.T.ravel(), batch))
+        sizes = np.tile(panel.T.ravel(), batch).astype(float)
+        waves_bytes += used @ sizes
+        shared_bytes += (used[:-1] & used[1:]) @ sizes
+    hbm = float(waves_bytes.sum())
+    if s.k_order == "serpentine" and l2_lru_bytes and len(shared_bytes):
+        reach = np.minimum(1.0, l2_lru_bytes / (waves_bytes[:-1] + waves_bytes[1:] - shared_bytes))
+        hbm -= float(shared_bytes @ reach)
     # split-K's partials go through a workspace, except inside a cluster (shared memory)
     c_bytes = m * n * batch * (INPUT_BYTES if s.split_k == 1 or s.split_cluster else slices * ACCUMULATOR_BYTES)
     return {"l2_to_sm_bytes": int(round(l2_bytes)), "smem_fill_bytes": int(a_read + b_read),

@@ -164,7 +164,7 @@ def _predict(s: Schedule, m: int, n: int, k: int, prof: GpuProfile, dtype: str =
     busy_sms = min(prof.sm_count, lg.ctas)
 
     # 3. the bytes
-    traffic = memory_traffic(s, m, n, k, concurrent, batch)
+    traffic = memory_traffic(s, m, n, k, concurrent, batch, prof.l2_lru_bytes or prof.l2_bytes)
     if hbm_read_bytes is None and loads:
         b, note = reuse_layer.hbm_read_bytes(reuse, s, m, n, k, prof, c, mmas=mmas, batch=batch)
         if note:

@@ -9,7 +9,7 @@ import argparse
 import json
 import sys
 
-from gemm.schedule import ACCUMULATE, EPILOGUES, PRESETS, RASTERS, ScheduleError, preset
+from gemm.schedule import ACCUMULATE, EPILOGUES, K_ORDERS, PRESETS, RASTERS, ScheduleError, preset
 
 from .hardware import PROFILES, load_profile
 from .model import _CATEGORY_NAMES, predict
@@ -20,7 +20,7 @@ from .timeline import prefetch_depth, summary as timeline_summary
 # flag -> Schedule field
 _KNOBS = {"stages": "stages", "sync_per_iter": "syncs_per_iter", "consumer_warpgroups": "consumer_warpgroups",
           "producer_warps": "producer_warps", "wgmma_in_flight": "wgmma_in_flight", "raster": "raster",
-          "raster_group": "raster_group", "epilogue": "epilogue", "family": "family",
+          "raster_group": "raster_group", "k_order": "k_order", "epilogue": "epilogue", "family": "family",
           "runtime_stage_index": "runtime_stage_index", "phase_storage": "phase_storage",
           "persistent": "persistent", "cluster_m": "cluster_m", "cluster_n": "cluster_n",
           "producer_registers": "producer_registers", "consumer_registers": "consumer_registers",
@@ -47,6 +47,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--wgmma-in-flight", type=int, help="N of wgmma.wait_group(N) in the main loop")
     p.add_argument("--raster", choices=RASTERS)
     p.add_argument("--raster-group", type=int)
+    p.add_argument("--k-order", choices=K_ORDERS,
+                   help="persistent: 'serpentine' walks K backward on a CTA's odd units (the L2 keeps what the "
+                        "wave before shared)")
     p.add_argument("--epilogue", choices=EPILOGUES)
     p.add_argument("--runtime-stage-index", type=int, choices=(0, 1), help="1: stage index computed at run time (V2)")
     p.add_argument("--phase-storage", choices=("register", "local"),

@@ -26,6 +26,8 @@ CASES = [
     KernelConfig(preset("v7", block_n=16, stages=10, split_k=4, swap_ab=True, epilogue="direct",
                         producer_registers=0, consumer_registers=0), "bfloat16", "k", "mn"),
     KernelConfig(preset("v7", stream_k=True)),
+    # each CTA's odd units loaded from their last K tile down (the producer's order alone)
+    KernelConfig(preset("v7", block_n=192, stages=4, cluster_m=2, k_order="serpentine")),
     # split-K's reduce writes C from the workspace: no stmatrix, no TMA store, no staging tile
     KernelConfig(preset("v7", stages=4, split_k=4)),
     # split-K inside a cluster: the slices' partials through distributed shared memory
@@ -169,6 +171,11 @@ def test_kernel_gaps_raise(changes, limit):
         KernelConfig(preset("v7", **changes))
 
 
+def test_serpentine_k_order_walks_whole_tiles_or_split_k_slices():
+    with pytest.raises(KernelGapError, match="serpentine' with stream_k"):
+        KernelConfig(preset("v7", stream_k=True, k_order="serpentine"))
+
+
 def test_dependent_launch_needs_the_producer_warpgroup_kernel():
     with pytest.raises(KernelGapError, match="dependent_launch is built only in the producer-warpgroup"):
         KernelConfig(preset("v5", dependent_launch=True))
@@ -187,6 +194,8 @@ def test_dependent_launch_needs_the_producer_warpgroup_kernel():
     (dict(stream_k=True, split_k=2), "choose one"),
     (dict(stream_k=True, stream_k_waves=3), "0 to 2 full waves"),
     (dict(stream_k=True, stream_k_waves=-1), "0 to 2 full waves"),
+    (dict(k_order="serpentine", persistent=False), "needs persistent=True"),
+    (dict(k_order="backward"), "k_order must be one of"),
 ])
 def test_impossible_schedules_name_the_limit(changes, limit):
     with pytest.raises(ScheduleError, match=limit):

@@ -55,6 +55,11 @@ SCHEDULES = {
     "v7-128-stream-k-direct": preset("v7", block_n=128, stages=4, stream_k=True, epilogue="direct"),
     "v7-swap-ab-stream-k": preset("v7", block_n=64, stages=8, swap_ab=True, epilogue="direct",
                                   producer_registers=0, consumer_registers=0, stream_k=True),
+    # each CTA's odd units walk K from the last tile down: the L2 still holds the panels the
+    # wave before shared with this one (whole tiles, a cluster sharing B, split-K's slices)
+    "v7-serpentine": preset("v7", raster_group=16, k_order="serpentine"),
+    "v7-192-cluster-serpentine": preset("v7", block_n=192, stages=4, cluster_m=2, k_order="serpentine"),
+    "v7-128-splitk3-serpentine": preset("v7", block_n=128, stages=4, split_k=3, k_order="serpentine"),
 }
 # edge tiles in M, N and K (rows stay 16-byte aligned, so TMA reads the operands in place),
 # fewer tiles than SMs, one tile, an odd count of M tiles (a cluster partner without a tile)
@@ -67,7 +72,8 @@ MAJORS = [("row", "row"), ("row", "col"), ("col", "row"), ("col", "col")]
 # seed's layout (B stored [N, K]) elsewhere
 # swap-AB: the operands trade roles; 128x64 split-K: a narrow N box in every majorness
 ALL_MAJORS = ("v7-cluster-m", "v7-cluster-n", "v7-128x64-s8-splitk2", "v7-swap-ab", "v7-swap-ab-192",
-              "v7-swap-ab-splitk4", "v7-swap-ab-stream-k", "v7-128x64-dsmem-splitk2", "v7-swap-ab-dsmem-splitk4")
+              "v7-swap-ab-splitk4", "v7-swap-ab-stream-k", "v7-128x64-dsmem-splitk2", "v7-swap-ab-dsmem-splitk4",
+              "v7-192-cluster-serpentine")
 
 
 def _dtypes(name):
@@ -147,7 +153,8 @@ def test_exact_on_small_integers(name):
 @pytest.mark.parametrize("name", ["v7", "v7-128-splitk3", "v7-64x128-splitk4", "v7-128x64-s8-splitk2",
                                   "v7-swap-ab-splitk4", "v7-128-dsmem-splitk3", "v7-128-dsmem-splitk8",
                                   "v7-swap-ab-dsmem-splitk4", "v7-stream-k",
-                                  "v7-stream-k-partial-wave", "v7-128-stream-k-direct"])
+                                  "v7-stream-k-partial-wave", "v7-128-stream-k-direct", "v7-serpentine",
+                                  "v7-128-splitk3-serpentine"])
 def test_repeated_calls_are_bitwise_equal(name):
     """The same inputs give the same bits launch after launch: no race between the producer's
     refills, the partner's multicast and the consumers' reads or the staged stores; split-K

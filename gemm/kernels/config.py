@@ -169,6 +169,7 @@ class KernelConfig:
                 + ("acc16_" if s.accumulate == "float16" else "")
                 + (f"splitk{s.split_k}_" if s.split_k > 1 else "")
                 + ("dsmem_" if s.split_cluster else "")
+                + ("serpentine_" if s.k_order == "serpentine" else "")
                 + (f"{s.raster}{s.raster_group if s.raster == 'grouped' else ''}_" if s.raster != "row" else "")
                 + f"{self.dtype}_{self.a_major}{self.a_layout.swizzle}_{self.b_major}{self.b_layout.swizzle}"
                 + ("_clockprobe" if self.clock_probe else "")

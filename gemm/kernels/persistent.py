@@ -58,6 +58,13 @@ kernel changes four things, each a Schedule field:
                       they load or write anything in global memory. Each CTA lets the next
                       kernel be scheduled once its own work is done. Back to back, the launch
                       and the prologue hide under the previous kernel's last CTAs.
+  k_order             "serpentine": the producer loads a unit's K tiles forward on the CTA's
+                      even units and backward on its odd ones (the consumers add them up in
+                      whatever order they arrive). A CTA's units are one a wave, so each wave
+                      starts at the K end where the wave before finished, whose last K slices
+                      are still in L2: the panels the two waves share are read from HBM less
+                      often. The sum's order differs between units, not between runs.
+                      (Not with stream_k: its producer has no registers left for it.)
   stream_k            a grid whose tiles do not fill whole waves leaves SMs idle in the last
                       one. The last partial wave's tiles and stream_k_waves full waves before
                       them (all tiles, if fewer) are shared out by K iteration instead: CTA g
@@ -275,6 +282,7 @@ def build_persistent_kernel(config):
     PRODUCER_REGS, CONSUMER_REGS = s.producer_registers, s.consumer_registers
     TMA_STORE = s.stores_via_tma
     DEPENDENT = s.dependent_launch
+    SERPENTINE = s.k_order == "serpentine"
     SLOT_BYTES = config.stream_k_slot_bytes
     # The consumers work out their next unit inside the first K tile, between its WGMMAs' issue
     # and their wait. Only where a CTA walks many whole tiles: with a group kept in flight across
@@ -413,6 +421,7 @@ def build_persistent_kernel(config):
             if tid == CONSUMER_THREADS:
                 stage, phase = 0, 1
                 pos, unit = run_start, first_unit
+                backward = False               # serpentine: this unit's K tiles from the last one down
                 if DEPENDENT:
                     ptx.grid_dependency_wait()  # A and B may be the kernel before's output
                 while True:
@@ -426,12 +435,17 @@ def build_persistent_kernel(config):
                     if product > 0:
                         ptx.fence_tensormap_acquire(map_a)
                         ptx.fence_tensormap_acquire(map_b)
-                    for it in range(first_k, first_k + count_k):
+                    k_tile, k_step = first_k, 1
+                    if SERPENTINE and backward:
+                        k_tile, k_step = first_k + count_k - 1, -1
+                    for _ in range(count_k):
                         ptx.mbarrier_wait(base + EMPTY + 8 * stage, phase)
-                        load_k_tile(base, stage, it, off_m, off_n, map_a, map_b, rank)
+                        load_k_tile(base, stage, k_tile, off_m, off_n, map_a, map_b, rank)
+                        k_tile += k_step
                         stage += 1
                         if stage == STAGES:
                             stage, phase = 0, phase ^ 1
+                    backward = not backward
         else:
             # the consumer warpgroups: wait for a stage, multiply, hand it back; then store C
             if SETMAXNREG:
