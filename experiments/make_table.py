@@ -14,7 +14,10 @@ would pick by noise. `--since DATE` leaves out rows measured before it (after a 
 to the copies their calls make: those shapes have rules of their own, gemm.dispatch.table).
 `--by back-to-back` compares the candidates' calls back to back instead (each sweep's
 cublas_b2b_us over ours_b2b_us, timed in rounds): the device's speed under a stream of calls,
-which one call between events cannot see where the host paces it.
+which one call between events cannot see where the host paces it. `--by pace` (the table's) takes
+the calls back to back for the shapes the host paces (their candidates' calls back to back take
+under HOST_PACED of a call between events, the median over the candidates: a call there measures
+the host, whose noise is larger than what separates the kernels) and one call elsewhere.
 Where several measured shapes share a bucket, the candidate with the best geometric-mean time
 ratio over them wins. Only fp32-accumulating candidates the dispatcher may choose
 (gemm.dispatch.candidates.SPECS) are kept.
@@ -25,6 +28,7 @@ import argparse
 import datetime
 import json
 import math
+import statistics
 from collections import defaultdict
 from pathlib import Path
 
@@ -36,7 +40,10 @@ from .paths import REPO, read_rows, results_dir
 RESULTS = results_dir()
 
 
-MEASURES = ("one-call", "back-to-back")
+MEASURES = ("one-call", "back-to-back", "pace")
+# a shape whose calls back to back take under this share of one call between events is paced by
+# the host: sq512-sq1024 and odd1000 at 0.2-0.45 on the H200, sq2048 0.6, the decode rows 0.9
+HOST_PACED = 0.5
 
 
 def _ratio(r: dict, measure: str) -> float | None:
@@ -49,22 +56,47 @@ def _ratio(r: dict, measure: str) -> float | None:
     return None
 
 
+def _kept(rows, since: str, padded_since: str):
+    """(shape, row) of the correct rows of dispatcher candidates measured on or after `since` (an
+    ISO date), and for shapes whose rows TMA cannot address (gemm.dispatch.table.padded) on or
+    after `padded_since` as well; shape = (name, m, n, k, batch, dtype)."""
+    for r in rows:
+        date = r.get("date") or ""
+        if r["schedule"] in SPECS and r.get("correct") == "True" and date >= since:
+            shape = (r["name"], int(r["m"]), int(r["n"]), int(r["k"]), int(r.get("batch") or 1), r["dtype"])
+            if not (padded(shape[2], shape[3]) and date < padded_since):
+                yield shape, r
+
+
+def host_paced(rows, since: str = "", padded_since: str = "") -> set:
+    """The shapes whose candidates' calls back to back take under HOST_PACED of one call between
+    events (the median over the candidates' rows)."""
+    shares = defaultdict(list)
+    for shape, r in _kept(rows, since, padded_since):
+        if r.get("ours_b2b_us") and r.get("ours_tflops"):
+            _, m, n, k, batch, _ = shape
+            one_call_us = 2 * m * n * k * batch / float(r["ours_tflops"]) / 1e6
+            shares[shape].append(float(r["ours_b2b_us"]) / one_call_us)
+    return {shape for shape, s in shares.items() if statistics.median(s) < HOST_PACED}
+
+
 def candidate_ratios(rows, since: str = "", measure: str = "one-call", padded_since: str = "") -> dict:
-    """{(name, m, n, k, batch, dtype): {spec: ratio to the faster cuBLAS}} of the correct rows of
-    dispatcher candidates measured on or after `since` (an ISO date), and for shapes whose rows
-    TMA cannot address (gemm.dispatch.table.padded) on or after `padded_since` as well, the
-    geometric mean of each candidate's measurements at each shape; `measure` (MEASURES): by one
-    call, or by the calls back to back."""
+    """{(name, m, n, k, batch, dtype): {spec: ratio to the faster cuBLAS}} of the rows `_kept`
+    keeps, the geometric mean of each candidate's measurements at each shape; `measure`
+    (MEASURES): by one call, by the calls back to back, or by pace (back to back where the host
+    paces the shape's calls, `host_paced`; else one call)."""
     if measure not in MEASURES:
         raise ValueError(f"measure must be one of {MEASURES}, got {measure!r}")
+    if measure == "pace":
+        paced = host_paced(rows, since, padded_since)
+        one_call = candidate_ratios(rows, since, "one-call", padded_since)
+        back_to_back = candidate_ratios(rows, since, "back-to-back", padded_since)
+        return {shape: back_to_back.get(shape) if shape in paced and back_to_back.get(shape) else ratios
+                for shape, ratios in one_call.items()}
     logs = defaultdict(lambda: defaultdict(list))
-    for r in rows:
+    for shape, r in _kept(rows, since, padded_since):
         ratio = _ratio(r, measure)
-        date = r.get("date") or ""
-        if r["schedule"] in SPECS and r.get("correct") == "True" and ratio and date >= since:
-            shape = (r["name"], int(r["m"]), int(r["n"]), int(r["k"]), int(r.get("batch") or 1), r["dtype"])
-            if padded(shape[2], shape[3]) and date < padded_since:
-                continue
+        if ratio:
             logs[shape][r["schedule"]].append(math.log(ratio))
     return {shape: {spec: math.exp(sum(v) / len(v)) for spec, v in specs.items()} for shape, specs in logs.items()}
 
@@ -103,9 +135,10 @@ def main(argv=None) -> int:
     p.add_argument("--padded-since", default="",
                    help="for shapes whose rows TMA cannot address, leave out rows measured before this ISO date as "
                         "well (after a change to the copies those calls make, gemm/padding.py)")
-    p.add_argument("--by", choices=MEASURES, default="one-call",
-                   help="compare candidates by one call between events (default), or by their calls back to "
-                        "back (sweeps that time them in rounds, experiments.timing.back_to_back_rounds)")
+    p.add_argument("--by", choices=MEASURES, default="pace",
+                   help="compare candidates by one call between events, by their calls back to back (sweeps "
+                        "that time them in rounds, experiments.timing.back_to_back_rounds), or by pace "
+                        "(default: back to back for the shapes the host paces, else one call)")
     args = p.parse_args(argv)
     sweeps = args.sweep or sorted(RESULTS.glob("sweep*.csv"))
     rows = [r for path in sweeps for r in read_rows(path)]
@@ -120,7 +153,7 @@ def main(argv=None) -> int:
         "from": [_in_repo(path) for path in sweeps],
         **({"since": args.since} if args.since else {}),
         **({"padded_since": args.padded_since} if args.padded_since else {}),
-        **({"by": args.by} if args.by != "one-call" else {}),
+        "by": args.by,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "buckets": "round(2 log2 x) / 2 of M, N, K and the batch; padded: rows TMA cannot address (K or N x 2 "
                    "bytes not a multiple of 16)",

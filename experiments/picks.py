@@ -19,9 +19,9 @@ cublas_b2b_us) also gives `held_out_b2b_pick_over_best`: the pick's ratio to cuB
 back over the best candidate's. Where a shape's kernel is shorter than the host's time per
 call, one call between events times the host (every candidate alike, within its noise: item
 101 of docs/research/notes.md), and only the calls back to back say which kernel is faster.
-Where the table was made `--by back-to-back` (experiments.make_table), the pooled comparison
-(`pick_over_best`) is by that measure too, the suite row's own calls back to back beside its
-cuBLAS's.
+The pooled comparison (`pick_over_best`) is by the measure the table was made by
+(experiments.make_table `--by`): where that is the calls back to back (for every shape, or, by
+pace, for the shapes the host paces), the suite row's own calls back to back beside its cuBLAS's.
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from pathlib import Path
 
 from gemm.dispatch.table import TABLES
 
-from .make_table import _ratio, candidate_ratios
+from .make_table import _ratio, candidate_ratios, host_paced
 from .paths import REPO, read_rows, results_dir, write_csv
 
 WITHIN = 0.97
@@ -45,6 +45,7 @@ def picks(shapes: list[dict], sweeps: list[dict], since: str = "", held_out: lis
     was not made from, where the pick and the others were timed in one run."""
     swept = candidate_ratios(sweeps, since, by)
     by_name = {shape[0]: ratios for shape, ratios in swept.items()}
+    paced = {shape[0] for shape in host_paced(sweeps, since)} if by == "pace" else set()
     held = {shape[0]: ratios for shape, ratios in candidate_ratios(held_out or []).items()}
     held_b2b = {shape[0]: ratios for shape, ratios in candidate_ratios(held_out or [], measure="back-to-back").items()}
     out = []
@@ -55,7 +56,8 @@ def picks(shapes: list[dict], sweeps: list[dict], since: str = "", held_out: lis
         row = {"name": r["name"], "m": r["m"], "n": r["n"], "k": r["k"], "batch": r.get("batch") or "1",
                "dtype": r["dtype"], "picked": r["schedule"], "picked_ratio": r["ratio"],
                "candidates_swept": len(ratios)}
-        measured = _ratio(r, by)   # the suite row's own, by the table's measure
+        measure = ("back-to-back" if r["name"] in paced else "one-call") if by == "pace" else by
+        measured = _ratio(r, measure)   # the suite row's own, by the table's measure
         if ratios and measured:
             best = max(ratios, key=ratios.get)
             ratio = measured / ratios[best]

@@ -110,6 +110,24 @@ def test_make_table_pools_a_candidates_measurements():
     assert make_table.best_per_bucket(rows, since=later)[key][0] == "v7:cluster_m=2"
 
 
+def test_make_table_by_pace_takes_the_calls_back_to_back_where_the_host_paces_them():
+    """sq512's calls back to back take a fifth of one call between events: there the one-call
+    ratios time the host, and the table compares the calls back to back; sq4096's take as long
+    as one call, and one call decides."""
+    from experiments import make_table
+    def row(name, size, spec, ratio, tflops, b2b_us, cublas_b2b_us):
+        return {**_sweep_row(spec, ratio, name=name), "m": str(size), "n": str(size), "k": str(size),
+                "ours_tflops": str(tflops), "ours_b2b_us": str(b2b_us), "cublas_b2b_us": str(cublas_b2b_us)}
+    # 512^3 at 7 TFLOPS is a 38 us call; back to back 9-17 us
+    rows = [row("sq512", 512, "v7", 1.10, 7.0, 17.0, 12.0), row("sq512", 512, "v7:cluster_m=2", 1.05, 6.7, 9.0, 12.0),
+            row("sq4096", 4096, "v7", 1.00, 740, 186.0, 185.0), row("sq4096", 4096, "v7:cluster_m=2", 0.98, 725, 184.0, 185.0)]
+    assert {shape[0] for shape in make_table.host_paced(rows)} == {"sq512"}
+    by_pace = make_table.best_per_bucket(rows, measure="pace")
+    assert by_pace[table.shape_key(512, 512, 512, 1, "float16")][0] == "v7:cluster_m=2"     # back to back
+    assert by_pace[table.shape_key(4096, 4096, 4096, 1, "float16")][0] == "v7"              # one call
+    assert make_table.best_per_bucket(rows)[table.shape_key(512, 512, 512, 1, "float16")][0] == "v7"
+
+
 def _key(**changes):
     fields = dict(gpu="h200-sxm", driver="13000", kernels="abc", m=64, n=4096, k=11008, batch=1,
                   dtype="float16", a_major="k", b_major="k")
