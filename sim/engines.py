@@ -140,9 +140,25 @@ def waves(n_ctas: int, sm_count: int, ctas_per_sm: int) -> dict:
 
 
 def tile_order(s: Schedule, tm: int, tn: int) -> tuple[np.ndarray, np.ndarray]:
-    """(row, col) of each C tile in launch order (or in a persistent CTA's walk). Cached: the
-    arrays are shared, read them only."""
-    return _tile_order(s.raster, s.raster_group if s.raster == "grouped" else 0, tm, tn)
+    """(row, col) of each C tile in launch order (or in a persistent CTA's walk), as the kernels
+    order them (gemm/kernels/tiles.py make_unit_corner): the raster walks the grid of units, a
+    unit being a cluster's cluster_m x cluster_n adjacent tiles (raster_group counts unit rows),
+    and a unit's tiles follow one another in cluster rank order; a partner past the edge has no
+    tile. Cached: the arrays are shared, read them only."""
+    return _cluster_tile_order(s.raster, s.raster_group if s.raster == "grouped" else 0, tm, tn,
+                               s.cluster_m, s.cluster_n)
+
+
+@functools.lru_cache(maxsize=256)
+def _cluster_tile_order(raster: str, g: int, tm: int, tn: int, cm: int, cn: int) -> tuple[np.ndarray, np.ndarray]:
+    if cm == 1 and cn == 1:
+        return _tile_order(raster, g, tm, tn)
+    unit_rows, unit_cols = _tile_order(raster, g, -(-tm // cm), -(-tn // cn))
+    rank = np.arange(cm * cn)[None, :]             # the kernels multicast along one axis
+    rows = (unit_rows[:, None] * cm + (rank if cm > 1 else 0 * rank)).ravel()
+    cols = (unit_cols[:, None] * cn + (rank if cn > 1 else 0 * rank)).ravel()
+    inside = (rows < tm) & (cols < tn)
+    return rows[inside], cols[inside]
 
 
 @functools.lru_cache(maxsize=256)

@@ -131,7 +131,9 @@ def test_rows_outside_the_matrix_cost_the_port_though_nothing_is_read(g):
 # ---- every feature moves the prediction the way its mechanism says ----
 def test_multicast_lowers_the_l2_reads_not_the_ports(g):
     """A cluster of two along M multicasts each B tile: each CTA loads half, so the B bytes L2
-    reads halve (128x256: (128 + 128) / (128 + 256) of the bytes); HBM is unchanged. Each SM's
+    reads halve (128x256: (128 + 128) / (128 + 256) of the bytes); HBM reads what a grid without
+    clusters walking the same tiles in the same order reads (raster_group counts the clusters'
+    rows of two tiles: 8 of them are 16 tile rows). Each SM's
     port still takes in the whole box (multicast_receive_cost = 1, run 87): the ports are as
     busy as without the cluster. Were the partner's half free to the port (cost 0), a port-bound
     128x128 tile would run faster clustered."""
@@ -139,7 +141,8 @@ def test_multicast_lowers_the_l2_reads_not_the_ports(g):
     one, two = (sim.predict(v7.replace(cluster_m=c), 8192, 8192, 8192, gpu=g) for c in (1, 2))
     assert two.bytes["l2_to_sm_bytes"] == pytest.approx(one.bytes["l2_to_sm_bytes"] * 256 / 384)
     assert two.bytes["smem_fill_bytes"] == one.bytes["smem_fill_bytes"]
-    assert two.bytes["hbm_read_bytes"] == one.bytes["hbm_read_bytes"]
+    same_order = sim.predict(v7.replace(raster_group=16), 8192, 8192, 8192, gpu=g)
+    assert two.bytes["hbm_read_bytes"] == same_order.bytes["hbm_read_bytes"] < one.bytes["hbm_read_bytes"]
     assert two.utilization["tma"] == pytest.approx(one.utilization["tma"], rel=0.01) and two.ms >= one.ms * 0.999
     tile = preset("v7", block_n=128, stages=4)
     free = dataclasses.replace(g, multicast_receive_cost=0.0, clock_ghz=1.523)
