@@ -51,3 +51,9 @@ TMA_MAX_BOX = 256
 TMA_ALIGNMENT_BYTES = 16
 
 INPUT_BYTES = 2  # fp16 / bf16 operands and C
+
+
+def tma_row_aligned(elements: int) -> bool:
+    """Whether a contiguous row of `elements` 16-bit values is a whole number of TMA's 16-byte
+    strides: where it is not, a call copies the rows into a padded buffer (gemm/padding.py)."""
+    return (elements * INPUT_BYTES) % TMA_ALIGNMENT_BYTES == 0

@@ -29,25 +29,24 @@ from __future__ import annotations
 
 import math
 
+from gemm.limits import tma_row_aligned
 from gemm.schedule import INPUT_BYTES, Schedule
 
 from .engines import ACCUMULATOR_BYTES, partial_tile_ns, split_unit_ns
 from .hardware import GpuProfile
 
-TMA_ALIGN = 16
-
 
 def operand_copies(k: int) -> int:
     """Operands (A [M, K] and W [N, K], both K-contiguous) the call copies into a padded buffer
     because a row of K elements is not a multiple of 16 bytes."""
-    return 0 if (k * INPUT_BYTES) % TMA_ALIGN == 0 else 2
+    return 0 if tma_row_aligned(k) else 2
 
 
 def result_copies(s: Schedule, n: int) -> int:
     """1 when the GEMM stores C through TMA but C's rows of N elements are not a multiple of 16
     bytes: TMA stores into a padded stand-in that a copy packs into C (swap-AB stores C from
     registers)."""
-    return int(s.stores_via_tma and not s.swap_ab and (n * INPUT_BYTES) % TMA_ALIGN != 0)
+    return int(s.stores_via_tma and not s.swap_ab and not tma_row_aligned(n))
 
 
 def _stream_s(nbytes: float, prof: GpuProfile, fits_l2: bool) -> float:

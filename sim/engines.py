@@ -154,9 +154,9 @@ def _cluster_tile_order(raster: str, g: int, tm: int, tn: int, cm: int, cn: int)
     if cm == 1 and cn == 1:
         return _tile_order(raster, g, tm, tn)
     unit_rows, unit_cols = _tile_order(raster, g, -(-tm // cm), -(-tn // cn))
-    rank = np.arange(cm * cn)[None, :]             # the kernels multicast along one axis
-    rows = (unit_rows[:, None] * cm + (rank if cm > 1 else 0 * rank)).ravel()
-    cols = (unit_cols[:, None] * cn + (rank if cn > 1 else 0 * rank)).ravel()
+    rank = np.arange(cm * cn)[None, :]             # the kernels multicast along one axis only
+    rows = (unit_rows[:, None] * cm + rank % cm).ravel()
+    cols = (unit_cols[:, None] * cn + rank % cn).ravel()
     inside = (rows < tm) & (cols < tn)
     return rows[inside], cols[inside]
 

@@ -14,7 +14,7 @@ import math
 from functools import lru_cache
 from pathlib import Path
 
-from ..limits import INPUT_BYTES, TMA_ALIGNMENT_BYTES
+from ..limits import tma_row_aligned
 
 TABLES = Path(__file__).with_name("tables")
 
@@ -28,7 +28,7 @@ def padded(n: int, k: int) -> bool:
     """Whether a contiguous product of this shape has rows TMA cannot address: K x 2 bytes (A's
     and W's rows) or N x 2 bytes (C's) not a multiple of 16. Its call copies them, which can
     favour a different tile there than at its aligned neighbours (odd4095 against sq4096)."""
-    return (k * INPUT_BYTES) % TMA_ALIGNMENT_BYTES != 0 or (n * INPUT_BYTES) % TMA_ALIGNMENT_BYTES != 0
+    return not (tma_row_aligned(k) and tma_row_aligned(n))
 
 
 def shape_key(m: int, n: int, k: int, batch: int, dtype: str) -> tuple:
