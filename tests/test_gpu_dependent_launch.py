@@ -19,6 +19,14 @@ SCHEDULES = {
                                        "epilogue=direct,split_cluster=true"),
     "stream-k": from_spec("v7:stream_k=true"),
     "v7-cluster": from_spec("v7:block_n=192,stages=4,cluster_m=2"),
+    # the next kernel let in once the loads are issued, the first K tiles prefetched into L2
+    "split-cluster-swap-ab-early": from_spec(DECODE + "block_n=16,block_k=128,stages=8,split_k=2,swap_ab=true,"
+                                             "epilogue=direct,split_cluster=true,dependent_trigger=loaded,"
+                                             "dependent_prefetch=8"),
+    "split-k-workspace-early": from_spec(DECODE + "block_n=128,stages=8,split_k=4,dependent_trigger=loaded,"
+                                         "dependent_prefetch=2"),
+    "v7-cluster-early": from_spec("v7:block_n=192,stages=4,cluster_m=2,dependent_trigger=loaded,"
+                                  "dependent_prefetch=4"),
 }
 
 
