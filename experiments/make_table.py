@@ -7,9 +7,10 @@ For every shape the sweeps measured, the fastest correct candidate becomes the r
 shape's half-octave bucket of M, N and K (gemm.dispatch.table.bucket). Candidates are compared by
 their ratio to the faster cuBLAS timed in the same run, which carries over between runs whose
 clocks differ (time alone does not); where sweeps measured one candidate at one shape more than
-once, its ratios' geometric mean counts: one run's ratio moves by a few percent (the host's pace,
+once, the median of its ratios counts: one run's ratio moves by a few percent (the host's pace,
 the clock between blocks), more than what separates the leading candidates, so the newest alone
-would pick by noise. `--since DATE` leaves out rows measured before it (after a kernel change);
+would pick by noise, and now and then by far more (a cuBLAS block the host slowed by 10-40%),
+which a mean would carry into the pick. `--since DATE` leaves out rows measured before it (after a kernel change);
 `--padded-since DATE` does so for the shapes whose rows TMA cannot address only (after a change
 to the copies their calls make: those shapes have rules of their own, gemm.dispatch.table).
 `--by back-to-back` compares the candidates' calls back to back instead (each sweep's
@@ -82,7 +83,7 @@ def host_paced(rows, since: str = "", padded_since: str = "") -> set:
 
 def candidate_ratios(rows, since: str = "", measure: str = "one-call", padded_since: str = "") -> dict:
     """{(name, m, n, k, batch, dtype): {spec: ratio to the faster cuBLAS}} of the rows `_kept`
-    keeps, the geometric mean of each candidate's measurements at each shape; `measure`
+    keeps, the median of each candidate's measurements at each shape; `measure`
     (MEASURES): by one call, by the calls back to back, or by pace (back to back where the host
     paces the shape's calls, `host_paced`; else one call)."""
     if measure not in MEASURES:
@@ -93,12 +94,12 @@ def candidate_ratios(rows, since: str = "", measure: str = "one-call", padded_si
         back_to_back = candidate_ratios(rows, since, "back-to-back", padded_since)
         return {shape: back_to_back.get(shape) if shape in paced and back_to_back.get(shape) else ratios
                 for shape, ratios in one_call.items()}
-    logs = defaultdict(lambda: defaultdict(list))
+    ratios = defaultdict(lambda: defaultdict(list))
     for shape, r in _kept(rows, since, padded_since):
         ratio = _ratio(r, measure)
         if ratio:
-            logs[shape][r["schedule"]].append(math.log(ratio))
-    return {shape: {spec: math.exp(sum(v) / len(v)) for spec, v in specs.items()} for shape, specs in logs.items()}
+            ratios[shape][r["schedule"]].append(ratio)
+    return {shape: {spec: statistics.median(v) for spec, v in specs.items()} for shape, specs in ratios.items()}
 
 
 def best_per_bucket(rows, since: str = "", measure: str = "one-call", padded_since: str = "") -> dict:

@@ -4,7 +4,7 @@
 
 For every shape of shapes.csv (the suite as the dispatcher runs it), the schedule it ran and its
 ratio to the faster cuBLAS, beside every dispatcher candidate the sweeps the table was made from
-(its "from" files and "since" date; the geometric mean of each candidate's measurements at each
+(its "from" files and "since" date; the median of each candidate's measurements at each
 shape) measured there and the best of them; and, in a candidate sweep the table was not made
 from (held out), the pick's ratio over the best candidate's, all timed in that one run: the
 honest test of the table, since the sweeps it was made from choose their own best.

@@ -18,8 +18,8 @@ from .kernels import KernelConfig, build
 from .schedule import register_cap
 
 ARCH = (9, 0, "a")
-# (tmap_a, tmap_b, tmap_c, c, ldc, m, n, k, pair_ok, probe, workspace, batch, batched): the same
-# for every kernel; batch and `batched` (bit 0: A has one map per product, bit 1: B) only the
+# (tmap_a, tmap_b, tmap_c, c, ldc, m, n, k, pair_ok, probe, workspace, batch, flags): the same
+# for every kernel; batch and `flags` (gemm.kernels.config's FLAG_* bits) only the
 # producer-warpgroup kernel reads
 SIGNATURE = "void(int64, int64, int64, int64, int64, int32, int32, int32, uint32, int64, int64, int32, uint32)"
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .compile import compile_kernel
-from .kernels import KernelConfig
+from .kernels import FLAG_A_STEPS, FLAG_B_STEPS, FLAG_EARLY_TRIGGER, KernelConfig
 
 
 class DeviceError(RuntimeError):
@@ -39,6 +39,12 @@ def device():
                           "use sm_90a instructions (WGMMA, TMA) and run only on compute capability 9.0 "
                           "(H100, H200)")
     return dev
+
+
+@lru_cache(maxsize=1)
+def sm_count() -> int:
+    """The current device's SMs."""
+    return device().properties.multiprocessor_count
 
 
 @lru_cache(maxsize=1)
@@ -118,7 +124,7 @@ def _resident_clusters(kernel, config: KernelConfig) -> int:
     can be less than SMs / cluster size; the driver's occupancy calculator knows."""
     from cuda.core import LaunchConfig
     dev = device()
-    sms = dev.properties.multiprocessor_count
+    sms = sm_count()
     cluster = config.schedule.cluster_size
     occupancy = kernel.occupancy
     if cluster == 1:
@@ -218,11 +224,11 @@ class Launch:
 
 def launch(loaded: LoadedKernel, grid, stream_handle: int, tmap_a: int, tmap_b: int, tmap_c: int,
            c: int, ldc: int, m: int, n: int, k: int, pair_ok: bool, probe: int = 0, workspace: int = 0,
-           batch: int = 1, batched: int = 0) -> Launch:
+           batch: int = 1, flags: int = 0) -> Launch:
     """Pack the arguments and launch: a few microseconds, against tens for a numba or
     cuda.core launch. Returns the packed launch, to launch again."""
     prepared = Launch(loaded, grid, stream_handle, (tmap_a, tmap_b, tmap_c, c, ldc, m, n, k, int(pair_ok), probe,
-                                                    workspace, batch, batched))
+                                                    workspace, batch, flags))
     prepared()
     return prepared
 
@@ -263,9 +269,23 @@ def launch_gemm(loaded: LoadedKernel, a: int, lda: int, b: int, ldb: int, c: int
         workspace = workspace_for(stream_handle, planes, counters)
     if cfg.schedule.stream_k:
         _check_stream_k_positions(cfg, m, n, k, batch, grid[0])
-    batched = (1 if a_count > 1 else 0) | (2 if b_count > 1 else 0)
+    flags = ((FLAG_A_STEPS if a_count > 1 else 0) | (FLAG_B_STEPS if b_count > 1 else 0)
+             | (FLAG_EARLY_TRIGGER if fills_the_gpu(grid[0], sm_count()) else 0))
     return launch(loaded, grid, stream_handle, a_map, b_map, c_map,
-                  c, ldc, m, n, k, pair_ok, probe, workspace, batch, batched)
+                  c, ldc, m, n, k, pair_ok, probe, workspace, batch, flags)
+
+
+# A dependent launch lets the next kernel be scheduled early (FLAG_EARLY_TRIGGER) only where its
+# grid leaves at most this many SMs idle: back to back, the 128-CTA grids of the decode
+# down-projections (4 idle) gained 0.3-0.9 us a call and 126 CTAs (6 idle) nothing, while 115 CTAs
+# (17 idle) lost 2.2 us and 86 (46 idle) 8.4, the next kernel's CTAs waiting on the idle SMs
+# (docs/research/notes.md, item 151)
+EARLY_TRIGGER_IDLE_SMS = 4
+
+
+def fills_the_gpu(ctas: int, sms: int) -> bool:
+    """Whether a grid of `ctas` leaves at most EARLY_TRIGGER_IDLE_SMS of `sms` SMs idle."""
+    return ctas >= sms - EARLY_TRIGGER_IDLE_SMS
 
 
 def _check_stream_k_positions(cfg: KernelConfig, m: int, n: int, k: int, batch: int, ctas: int) -> None:

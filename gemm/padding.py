@@ -190,11 +190,11 @@ def launch_copy(copy: LineCopy, stream_handle: int):
     destination: its argument 3), or None for an empty matrix, where there is nothing to copy."""
     import ctypes
 
-    from .launch import Launch, device
+    from .launch import Launch, sm_count
     check(copy)
     if not (copy.lines and copy.width and copy.matrices):
         return None
-    sms = device().properties.multiprocessor_count
+    sms = sm_count()
     prepared = Launch(_loaded(), copy.grid(sms), stream_handle,
                       (copy.src, copy.src_ld, copy.src_step, copy.dst, copy.dst_ld, copy.lines, copy.width),
                       (ctypes.c_int64,) * 4 + (ctypes.c_int32,) * 3)

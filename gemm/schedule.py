@@ -50,7 +50,6 @@ EPILOGUES = ("direct", "tma")
 PHASE_STORAGE = ("register", "local")
 ACCUMULATE = ("float32", "float16")
 K_ORDERS = ("forward", "serpentine")
-DEPENDENT_TRIGGERS = ("stored", "loaded")
 MAX_STREAM_K_WAVES = 2      # full waves stream-K may share besides the partial one
 
 
@@ -116,13 +115,6 @@ class Schedule:
                                     # it on the stream: scheduled as that kernel's CTAs finish, it
                                     # sets up and loads only once that kernel has completed
                                     # (gemm/ptx/grid.py)
-    dependent_trigger: str = "stored"  # when a CTA lets the next kernel be scheduled: after its last
-                                    # store ("stored"), or once its producer has issued its last
-                                    # load ("loaded": the next kernel's CTAs take SMs during this
-                                    # one's drain and last CTAs)
-    dependent_prefetch: int = 0     # K tiles of its first unit a dependent CTA brings into L2 (a
-                                    # hint: it changes no value read) before its wait, so that its
-                                    # first loads find them there
     name: str = "custom"
 
     # ---- derived quantities (one place for both the kernels and the model) ----
@@ -285,11 +277,6 @@ class Schedule:
         need(self.k_order == "forward" or self.persistent,
              "k_order='serpentine' turns a persistent CTA's K order from one unit to its next: "
              "it needs persistent=True")
-        need(self.dependent_trigger in DEPENDENT_TRIGGERS,
-             f"dependent_trigger must be one of {DEPENDENT_TRIGGERS}, got {self.dependent_trigger!r}")
-        need(self.dependent_prefetch >= 0, f"dependent_prefetch must be >= 0, got {self.dependent_prefetch}")
-        need(self.dependent_launch or (self.dependent_trigger == "stored" and self.dependent_prefetch == 0),
-             "dependent_trigger and dependent_prefetch shape a dependent launch: they need dependent_launch=True")
         need(self.phase_storage in PHASE_STORAGE, f"phase_storage must be one of {PHASE_STORAGE}")
         need(self.phase_storage == "register" or (self.family == "ring" and self.runtime_stage_index),
              "phase_storage='local' is the ring family's runtime-indexed phase array")

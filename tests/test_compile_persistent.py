@@ -28,11 +28,6 @@ CASES = [
     KernelConfig(preset("v7", stream_k=True)),
     # each CTA's odd units loaded from their last K tile down (the producer's order alone)
     KernelConfig(preset("v7", block_n=192, stages=4, cluster_m=2, k_order="serpentine")),
-    # a dependent launch that lets the next kernel in once its loads are issued, and brings its own
-    # first K tiles into L2 before it waits for the kernel ahead
-    KernelConfig(preset("v7", block_m=64, consumer_warpgroups=1, block_n=16, block_k=128, stages=8, split_k=2,
-                        swap_ab=True, epilogue="direct", producer_registers=0, consumer_registers=0,
-                        split_cluster=True, dependent_trigger="loaded", dependent_prefetch=8)),
     # split-K's reduce writes C from the workspace: no stmatrix, no TMA store, no staging tile
     KernelConfig(preset("v7", stages=4, split_k=4)),
     # split-K inside a cluster: the slices' partials through distributed shared memory
@@ -89,19 +84,13 @@ def test_feature_instructions(compiled):
     if tma_store:
         assert "fence.proxy.async.shared::cta" in ptx and "cp.async.bulk.wait_group.read 0" in ptx
     # a programmatic dependent waits for the kernel ahead (producer and consumers) before its
-    # loads and stores, and lets the next one be scheduled once per CTA: after its last store, or
-    # (dependent_trigger="loaded") where its producer has issued its last load
+    # loads and stores, and lets the next one be scheduled once per CTA: from the producer once
+    # its last load is issued where the launch's flags say the grid fills the GPU, else from a
+    # consumer after its last store
     assert len(re.findall(r"griddepcontrol\.wait;", ptx)) == (2 if s.dependent_launch else 0)
-    assert len(re.findall(r"griddepcontrol\.launch_dependents;", ptx)) == (1 if s.dependent_launch else 0)
+    assert len(re.findall(r"griddepcontrol\.launch_dependents;", ptx)) == (2 if s.dependent_launch else 0)
     if s.dependent_launch:
         assert re.search(r"griddepcontrol\.wait;.*?cp\.async\.bulk\.tensor\.2d\.shared::cluster", ptx, re.S)
-        if s.dependent_trigger == "stored":
-            assert not re.search(r"griddepcontrol\.launch_dependents;.*?wgmma\.mma_async", ptx, re.S)
-    # the L2 prefetches of a dependent's first K tiles come before its producer's wait
-    prefetches = "cp.async.bulk.prefetch.tensor.2d.L2.global" in ptx
-    assert prefetches == (s.dependent_prefetch > 0)
-    if prefetches:
-        assert re.search(r"cp\.async\.bulk\.prefetch\.tensor\.2d\.L2\.global.*?griddepcontrol\.wait;", ptx, re.S)
     # the tile loop of a persistent kernel steps by the grid: no 64-bit division in the kernel
     assert not re.search(r"\b(div|rem)\.[su]64", ptx)
 

@@ -4,6 +4,8 @@ launches calls back to back with no synchronisation between them and checks that
 everything the call before it wrote: a chain of products each reading the last one's output,
 two calls writing one output, split-K's counters shared by consecutive launches, an input that
 a torch kernel (not a dependent launch) wrote just before, and a chain captured in a CUDA graph."""
+import inspect
+
 import pytest
 
 pytestmark = pytest.mark.gpu
@@ -19,14 +21,6 @@ SCHEDULES = {
                                        "epilogue=direct,split_cluster=true"),
     "stream-k": from_spec("v7:stream_k=true"),
     "v7-cluster": from_spec("v7:block_n=192,stages=4,cluster_m=2"),
-    # the next kernel let in once the loads are issued, the first K tiles prefetched into L2
-    "split-cluster-swap-ab-early": from_spec(DECODE + "block_n=16,block_k=128,stages=8,split_k=2,swap_ab=true,"
-                                             "epilogue=direct,split_cluster=true,dependent_trigger=loaded,"
-                                             "dependent_prefetch=8"),
-    "split-k-workspace-early": from_spec(DECODE + "block_n=128,stages=8,split_k=4,dependent_trigger=loaded,"
-                                         "dependent_prefetch=2"),
-    "v7-cluster-early": from_spec("v7:block_n=192,stages=4,cluster_m=2,dependent_trigger=loaded,"
-                                  "dependent_prefetch=4"),
 }
 
 
@@ -66,6 +60,62 @@ def test_each_call_reads_the_output_of_the_call_before(name, m):
     torch.cuda.synchronize()
     for i, (inp, w, out) in enumerate(zip(inputs, ws, outs)):
         assert _rel(out, inp.double() @ w.double()) < TOLERANCE["float16"], (name, m, i)
+
+
+@pytest.fixture
+def launch_flags(monkeypatch):
+    """The `flags` argument of every GEMM launch made while the test runs."""
+    import gemm.launch
+    seen, launch = [], gemm.launch.launch
+
+    def recording(*args, **kwargs):
+        seen.append(inspect.signature(launch).bind(*args, **kwargs).arguments.get("flags", 0))
+        return launch(*args, **kwargs)
+    monkeypatch.setattr(gemm.launch, "launch", recording)
+    return seen
+
+
+# chains whose every product's grid fills the GPU: each CTA lets the next kernel in as soon as its
+# producer has issued its last load (FLAG_EARLY_TRIGGER), while its consumers still compute and store
+FULL_GRID_CHAINS = {
+    "v7": (2048, [4096, 4096, 4096, 2048]),
+    "stream-k": (2048, [4096, 4096, 4096, 2048]),
+    "v7-cluster": (2048, [4096, 4096, 4096, 2048]),
+    "split-k-workspace": (64, [4096, 4096, 4096, 4096]),
+    "split-cluster-swap-ab": (16, [11008, 4096, 11008, 4096]),
+}
+
+
+@pytest.mark.parametrize("name", list(FULL_GRID_CHAINS))
+def test_a_chain_of_full_grids_lets_each_next_kernel_in_early(name, launch_flags):
+    import torch
+
+    import gemm
+    from gemm.kernels import FLAG_EARLY_TRIGGER
+    schedule = SCHEDULES[name]
+    m, widths = FULL_GRID_CHAINS[name]
+    x, ws = _chain(m, widths, seed=13)
+    outs = [torch.full((m, w.shape[1]), float("nan"), device="cuda", dtype=torch.half) for w in ws]
+    torch.cuda.synchronize()
+    inputs = [x] + outs[:-1]
+    for _ in range(2):   # twice: the second chain's first call follows the first chain's last
+        for inp, w, out in zip(inputs, ws, outs):
+            gemm.matmul(inp, w, schedule=schedule, out=out)
+    torch.cuda.synchronize()
+    assert launch_flags and all(f & FLAG_EARLY_TRIGGER for f in launch_flags), (name, launch_flags)
+    for i, (inp, w, out) in enumerate(zip(inputs, ws, outs)):
+        assert _rel(out, inp.double() @ w.double()) < TOLERANCE["float16"], (name, i)
+
+
+def test_a_grid_smaller_than_the_gpu_keeps_the_late_trigger(launch_flags):
+    import torch
+
+    import gemm
+    from gemm.kernels import FLAG_EARLY_TRIGGER
+    a = torch.randn(256, 1024, device="cuda").half()
+    b = torch.randn(1024, 1024, device="cuda").half()
+    gemm.matmul(a, b, schedule=SCHEDULES["v7"])   # 2 x 4 tiles of 128x256
+    assert launch_flags and not any(f & FLAG_EARLY_TRIGGER for f in launch_flags)
 
 
 @pytest.mark.parametrize("name", list(SCHEDULES))

@@ -12,7 +12,7 @@
 `build(config)` returns the Python kernel function for a KernelConfig; gemm.launch
 compiles it.
 """
-from .config import KernelConfig
+from .config import FLAG_A_STEPS, FLAG_B_STEPS, FLAG_EARLY_TRIGGER, KernelConfig
 
 
 def build(config: KernelConfig):
@@ -37,4 +37,4 @@ def build(config: KernelConfig):
     raise NotImplementedError(f"no Numba kernel for the {config.family!r} family")
 
 
-__all__ = ["KernelConfig", "build"]
+__all__ = ["FLAG_A_STEPS", "FLAG_B_STEPS", "FLAG_EARLY_TRIGGER", "KernelConfig", "build"]

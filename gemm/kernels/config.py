@@ -14,6 +14,13 @@ from ..smem_layout import OperandLayout, StagingLayout, default_swizzle
 
 DTYPES = ("float16", "bfloat16")
 
+# Bits of the kernels' last parameter, `flags`, set per launch (gemm.launch.launch_gemm); only the
+# producer-warpgroup kernel (persistent.py) reads them.
+FLAG_A_STEPS = 1         # a batch's A has one tensor map per product (else one map for all)
+FLAG_B_STEPS = 2         # the same for B
+FLAG_EARLY_TRIGGER = 4   # a dependent launch whose grid fills the GPU: each CTA lets the next
+                         # kernel be scheduled once its producer has issued its last load
+
 
 @dataclass(frozen=True)
 class KernelConfig:

@@ -56,17 +56,14 @@ kernel changes four things, each a Schedule field:
                       CTAs set up (barriers, tensor maps, registers), then the producer and the
                       consumers wait (griddepcontrol.wait) for that kernel to complete before
                       they load or write anything in global memory. Each CTA lets the next
-                      kernel be scheduled once its own work is done. Back to back, the launch
-                      and the prologue hide under the previous kernel's last CTAs.
-  dependent_trigger   "loaded": a CTA lets the next kernel be scheduled as soon as its producer
-                      has issued its last load, not after its last store, so the next kernel's
-                      CTAs can take SMs while this one's consumers drain the ring and its last
-                      CTAs finish.
-  dependent_prefetch  before its wait a dependent CTA's producer brings the first K tiles of its
-                      first unit (this many, at most its count) into L2 with TMA prefetches: the
-                      HBM, idle while the kernel ahead finishes, fetches them meanwhile, and the
-                      first loads after the wait hit L2. A prefetch is a hint (L2 is where every
-                      write lands), so it cannot read a value the kernel ahead has yet to write.
+                      kernel be scheduled once its own work is done, or, where the launch's
+                      grid fills the GPU (the launch's flags, FLAG_EARLY_TRIGGER), once its
+                      producer has issued its last load: the next kernel is then scheduled
+                      while this one's consumers drain the ring, and its CTAs take SMs as this
+                      one's leave. Back to back, the launch and the prologue hide under the
+                      previous kernel's last CTAs. (A grid smaller than the GPU keeps the late
+                      trigger: the next kernel's CTAs would take the SMs it leaves idle and wait
+                      there, and that kernel, placed on whatever SMs were free, runs slower.)
   k_order             "serpentine": the producer loads a unit's K tiles forward on the CTA's
                       even units and backward on its odd ones (the consumers add them up in
                       whatever order they arrive). A CTA's units are one a wave, so each wave
@@ -99,8 +96,8 @@ from numba import cuda, uint8, uint32
 from numba.cuda.extending import register_jitable
 
 from .. import ptx
-from .tiles import (make_clock_probe, make_epilogue, make_tile_loader, make_tile_mma, make_tile_prefetch,
-                    make_unit_corner)
+from .config import FLAG_A_STEPS, FLAG_B_STEPS, FLAG_EARLY_TRIGGER
+from .tiles import (make_clock_probe, make_epilogue, make_tile_loader, make_tile_mma, make_unit_corner)
 
 
 def make_staged_epilogue(config):
@@ -292,8 +289,6 @@ def build_persistent_kernel(config):
     PRODUCER_REGS, CONSUMER_REGS = s.producer_registers, s.consumer_registers
     TMA_STORE = s.stores_via_tma
     DEPENDENT = s.dependent_launch
-    TRIGGER_LOADED = s.dependent_trigger == "loaded"
-    PREFETCH = s.dependent_prefetch
     SERPENTINE = s.k_order == "serpentine"
     SLOT_BYTES = config.stream_k_slot_bytes
     # The consumers work out their next unit inside the first K tile, between its WGMMAs' issue
@@ -305,7 +300,6 @@ def build_persistent_kernel(config):
 
     probe_start, probe_finish = make_clock_probe(config)
     load_k_tile, mma_k_tile = make_tile_loader(config), make_tile_mma(config)
-    prefetch_k_tile = make_tile_prefetch(config)
     unit_grid, corner = make_unit_corner(config)
     zeros = ptx.accumulator_zeros(ptx.accumulator_count(config.m_blocks, config.block_n, s.accumulate),
                                   s.accumulate)
@@ -376,22 +370,6 @@ def build_persistent_kernel(config):
         return False, uint32(0), uint32(0), 0, 0, 0, pos, unit
 
     @register_jitable(inline="always")
-    def prefetch_first(pos, end, unit, units, tile_units, num_iters, unit_step, rank, m, n, units_m, units_n,
-                       tmap_a, tmap_b, a_map_step, b_map_step):
-        """Into L2, the first K tiles (at most PREFETCH) the producer will load: its first unit's."""
-        found, product, tile_unit, _, first_k, count_k, _, _ = next_work(
-            pos, end, unit, units, tile_units, num_iters, unit_step, rank)
-        if found:
-            off_m, off_n = corner_of(tile_unit, m, n, units_m, units_n, rank)
-            map_a = tmap_a + product * a_map_step
-            map_b = tmap_b + product * b_map_step
-            if product > 0:
-                ptx.fence_tensormap_acquire(map_a)
-                ptx.fence_tensormap_acquire(map_b)
-            for k_tile in range(first_k, first_k + min(count_k, PREFETCH)):
-                prefetch_k_tile(k_tile, off_m, off_n, map_a, map_b, rank)
-
-    @register_jitable(inline="always")
     def release(smem_base, stage):
         """One arrival per consumer warp on the stage's empty barrier, in every CTA of a cluster that
         shares the operands by multicast (a split_cluster's CTAs each fill their own ring)."""
@@ -403,7 +381,7 @@ def build_persistent_kernel(config):
             else:
                 ptx.mbarrier_arrive(bar)
 
-    def persistent_kernel(tmap_a, tmap_b, tmap_c, c, ldc, m, n, k, pair_ok, probe, workspace, batch, batched):
+    def persistent_kernel(tmap_a, tmap_b, tmap_c, c, ldc, m, n, k, pair_ok, probe, workspace, batch, flags):
         probe_start(probe)
         smem = cuda.shared.array(0, uint8, alignment=1024)
         base = (ptx.shared_base(smem) + 1023) & -1024
@@ -431,8 +409,9 @@ def build_persistent_kernel(config):
         units_m, units_n = unit_grid(m, n)
         tile_units = units_m * units_n
         units = tile_units * (1 if SPLIT_CLUSTER else SPLIT) * batch
-        a_map_step = 128 * (batched & 1)       # the next product's A map, or the same (broadcast)
-        b_map_step = 128 * ((batched >> 1) & 1)
+        a_map_step = 128 * (1 if flags & FLAG_A_STEPS else 0)   # the next product's A map, or the same
+        b_map_step = 128 * (1 if flags & FLAG_B_STEPS else 0)   # (broadcast)
+        early_trigger = DEPENDENT and (flags & FLAG_EARLY_TRIGGER) != 0
         cta = ptx.div_u32(cuda.blockIdx.x, CLUSTER)         # (a cluster's CTAs walk one unit)
         unit_step = ptx.div_u32(cuda.gridDim.x, CLUSTER)
         # stream-K: the shared tiles' K iterations in even runs, one per CTA, then whole tiles
@@ -452,9 +431,6 @@ def build_persistent_kernel(config):
                 pos, unit = run_start, first_unit
                 backward = False               # serpentine: this unit's K tiles from the last one down
                 if DEPENDENT:
-                    if PREFETCH > 0:
-                        prefetch_first(pos, run_end, unit, units, tile_units, num_iters, unit_step, rank, m, n,
-                                       units_m, units_n, tmap_a, tmap_b, a_map_step, b_map_step)
                     ptx.grid_dependency_wait()  # A and B may be the kernel before's output
                 while True:
                     found, product, tile_unit, _, first_k, count_k, pos, unit = next_work(
@@ -478,7 +454,7 @@ def build_persistent_kernel(config):
                         if stage == STAGES:
                             stage, phase = 0, phase ^ 1
                     backward = not backward
-                if DEPENDENT and TRIGGER_LOADED:
+                if early_trigger:
                     ptx.launch_dependents()    # every load is issued: the next kernel may be scheduled
         else:
             # the consumer warpgroups: wait for a stage, multiply, hand it back; then store C
@@ -555,7 +531,7 @@ def build_persistent_kernel(config):
                 first_k, count_k, off_m, off_n = next_first_k, next_count_k, next_off_m, next_off_n
             if TMA_STORE and tid % 128 == 0:
                 ptx.bulk_wait_group_read(0)    # shared memory must outlive the last store's reads
-            if DEPENDENT and not TRIGGER_LOADED and tid == 0:
+            if DEPENDENT and not early_trigger and tid == 0:
                 # this CTA's work is done: the next kernel may be scheduled once every CTA is here
                 # (earlier, its CTAs would take the SMs this grid leaves idle and crowd them)
                 ptx.launch_dependents()

@@ -9,12 +9,11 @@ from .. import ptx
 from ..smem_layout import ELEMENT_BYTES
 
 
-def _make_operand_loader(layout, region_offset, prefetch=False):
+def _make_operand_loader(layout, region_offset):
     """`load(smem_base, stage, k0, mn0, tmap, full, rank)`: the TMA boxes of one operand's
     K tile (A: mn0 = off_m; B: mn0 = off_n) into its ring slot `stage`. An operand shared by
     a cluster (layout.parts > 1) is loaded 1/parts by each CTA (the part of its `rank` in the
-    cluster) and multicast into every CTA of the cluster; any other operand is loaded whole.
-    With `prefetch` the same boxes go only into L2 (no shared memory, no barrier)."""
+    cluster) and multicast into every CTA of the cluster; any other operand is loaded whole."""
     TILE, BOXES, BOX_BYTES, STEP = layout.tile_bytes, layout.boxes, layout.box_bytes, layout.row_elems
     K_MAJOR = layout.major == "k"
     PARTS = layout.parts
@@ -26,9 +25,7 @@ def _make_operand_loader(layout, region_offset, prefetch=False):
 
     @register_jitable(inline="always")
     def copy(dst, tmap, inner, outer, full):
-        if prefetch:
-            ptx.tma_prefetch_2d(tmap, inner, outer)
-        elif MULTICAST:
+        if MULTICAST:
             ptx.tma_load_2d_multicast(dst, tmap, inner, outer, full, MASK)
         else:
             ptx.tma_load_2d(dst, tmap, inner, outer, full)
@@ -61,20 +58,6 @@ def make_tile_loader(config):
         load_a(smem_base, stage, k_tile * BK, off_m, tmap_a, full, rank)
         load_b(smem_base, stage, k_tile * BK, off_n, tmap_b, full, rank)
     return load
-
-
-def make_tile_prefetch(config):
-    """`prefetch(k_tile, off_m, off_n, tmap_a, tmap_b, rank)`: the boxes the tile loader would
-    copy for that K tile, into L2 only."""
-    prefetch_a = _make_operand_loader(config.a_layout, config.a_offset, prefetch=True)
-    prefetch_b = _make_operand_loader(config.b_layout, config.b_offset, prefetch=True)
-    BK = config.block_k
-
-    @register_jitable(inline="always")
-    def prefetch(k_tile, off_m, off_n, tmap_a, tmap_b, rank):
-        prefetch_a(0, 0, k_tile * BK, off_m, tmap_a, 0, rank)
-        prefetch_b(0, 0, k_tile * BK, off_n, tmap_b, 0, rank)
-    return prefetch
 
 
 def make_tile_mma(config):

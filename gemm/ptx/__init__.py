@@ -31,8 +31,7 @@ from .mbarrier import (fence_mbarrier_init, mbarrier_arrive, mbarrier_arrive_exp
                        mbarrier_init, mbarrier_wait)
 from .shared import ld_shared_u32, shared_base, st_shared_u32
 from .timers import clock64, globaltimer, smid, st_global_u64
-from .tma import (bulk_commit_group, bulk_wait_group, bulk_wait_group_read, tma_load_2d, tma_prefetch_2d,
-                  tma_store_2d)
+from .tma import bulk_commit_group, bulk_wait_group, bulk_wait_group_read, tma_load_2d, tma_store_2d
 from .wgmma import (accumulator_count, smem_descriptor, wgmma_commit_group, wgmma_fence, wgmma_k_tile,
                     wgmma_wait_group)
 
@@ -48,7 +47,6 @@ __all__ = [
     "fence_mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_init",
     "mbarrier_wait", "shared_base", "ld_shared_u32", "st_shared_u32",
     "clock64", "globaltimer", "smid", "st_global_u64",
-    "bulk_commit_group", "bulk_wait_group", "bulk_wait_group_read", "tma_load_2d", "tma_prefetch_2d",
-    "tma_store_2d",
+    "bulk_commit_group", "bulk_wait_group", "bulk_wait_group_read", "tma_load_2d", "tma_store_2d",
     "accumulator_count", "smem_descriptor", "wgmma_commit_group", "wgmma_fence", "wgmma_k_tile", "wgmma_wait_group",
 ]

@@ -34,9 +34,3 @@ bulk_wait_group_read = asm_count_intrinsic(
 bulk_wait_group = asm_count_intrinsic(
     "bulk_wait_group", "cp.async.bulk.wait_group {n};",
     doc="bulk_wait_group(n): wait until at most n bulk groups are still in flight (writes done).")
-
-tma_prefetch_2d = asm_intrinsic(
-    "tma_prefetch_2d", "cp.async.bulk.prefetch.tensor.2d.L2.global.tile [$0, {$1, $2}];",
-    "l,r,r", (types.uint64, types.int32, types.int32),
-    doc="tma_prefetch_2d(tensormap, inner, outer): a hint to bring the box at (inner, outer) into "
-        "L2; no barrier, no shared memory, and no effect on what any load reads.")
