@@ -73,6 +73,9 @@ def picks(shapes: list[dict], sweeps: list[dict], since: str = "", held_out: lis
         if b2b.get(r["schedule"]):
             best = max(b2b, key=b2b.get)
             row.update(held_out_b2b_best=best, held_out_b2b_pick_over_best=f"{b2b[r['schedule']] / b2b[best]:.3f}")
+        own = row.get("held_out_b2b_pick_over_best" if measure == "back-to-back" else "held_out_pick_over_best")
+        if own:   # by the measure the table chose this shape's rule by
+            row.update(held_out_table_measure=measure, held_out_table_measure_pick_over_best=own)
         out.append(row)
     return out
 
@@ -97,7 +100,9 @@ def main(argv=None) -> int:
                           "pick_over_best: the dispatcher's measured ratio / the best swept candidate's (pooled) ratio",
                           "held_out_pick_over_best: in the held-out sweep, the pick's ratio / the best candidate's",
                           "held_out_b2b_pick_over_best: there, the same of the ratios to cuBLAS of the calls back "
-                          "to back"])
+                          "to back",
+                          "held_out_table_measure_pick_over_best: of the two, the one by the measure the table chose "
+                          "the shape's rule by (held_out_table_measure)"])
     print(f"{'shape':14s} {'picked':44s} {'ratio':>6s}  {'best swept':44s} {'ratio':>6s} pick/best")
     for r in rows:
         print(f"{r['name']:14s} {r['picked'][:44]:44s} {r['picked_ratio']:>6s}  {r.get('best_swept', '-')[:44]:44s} "
@@ -117,6 +122,11 @@ def main(argv=None) -> int:
         for r in rows:
             if float(r.get("held_out_b2b_pick_over_best") or 1) < WITHIN:
                 print(f"    {r['name']:14s} {r['held_out_b2b_pick_over_best']}  best {r['held_out_b2b_best']}")
+    held = [(r["name"], float(r["held_out_table_measure_pick_over_best"])) for r in rows
+            if r.get("held_out_table_measure_pick_over_best")]
+    if held:
+        print(f"  by the measure the table chose each rule by: {sum(x >= WITHIN for _, x in held)} of {len(held)} "
+              f"within 3% (misses: {', '.join(f'{n} {x:.3f}' for n, x in held if x < WITHIN) or 'none'})")
     return 0
 
 

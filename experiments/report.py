@@ -176,8 +176,14 @@ def picks_summary(picks: list[dict]) -> str:
     worst = min((float(r["pick_over_best"]), r["name"]) for r in picks if r.get("pick_over_best"))
     held = [(float(r["held_out_pick_over_best"]), r["name"]) for r in picks if r.get("held_out_pick_over_best")]
     held_out = (f"; in a candidate sweep the table was not made from, the pick timed beside the others is "
-                f"within 3% of the best on {sum(x >= 0.97 for x, _ in held)} of {len(held)} (lowest "
+                f"within 3% of the best on {sum(x >= 0.97 for x, _ in held)} of {len(held)} by one call (lowest "
                 f"{min(held)[0]:.2f}, {min(held)[1]})" if held else "")
+    own = [(float(r["held_out_table_measure_pick_over_best"]), r["name"]) for r in picks
+           if r.get("held_out_table_measure_pick_over_best")]
+    if own:
+        held_out += (f" and on {sum(x >= 0.97 for x, _ in own)} of {len(own)} by the measure the table chose "
+                     f"each rule by, calls back to back for the shapes the host paces (lowest {min(own)[0]:.2f}, "
+                     f"{min(own)[1]})")
     return (f"**The dispatcher's picks** (`python -m experiments.picks`, picks.csv): on "
             f"{sum(x >= 0.97 for x in scored)} of {len(scored)} suite shapes within 3% of the best candidate "
             f"the sweeps measured there (ratios to cuBLAS from different runs; lowest {worst[0]:.2f}, "
