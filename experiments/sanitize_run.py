@@ -8,7 +8,8 @@ slow: a run can be split into several).
 Edge tiles in M, N and K, every family, a ring deeper and shallower than K; the
 producer-warpgroup kernels (V6, V7) with clusters, split-K (through a workspace and inside a
 cluster), a batch and an odd count of tiles;
-rows TMA cannot address, through gemm/padding.py's copies."""
+rows TMA cannot address, through gemm/padding.py's copies; a chain of dependent launches
+whose grids fill the GPU, each letting the next kernel in once its loads are issued."""
 import sys
 
 import torch
@@ -78,3 +79,21 @@ for spec, (m, n, k), batch in WARPGROUP_CASES:
     gemm.matmul(a, b, schedule=from_spec(spec), out=c)
     for i in range(batch):
         check(f"{spec} {m}x{n}x{k} batch {i}/{batch}", c[i], a[i], b[i])
+
+# dependent launches back to back, each reading the last one's output, on grids that fill the GPU
+# (FLAG_EARLY_TRIGGER: the producer lets the next kernel in after its last load): (spec, m, widths)
+CHAIN_CASES = [("v7", 2048, [256, 2048, 2048]),
+               ("v7:block_m=64,consumer_warpgroups=1,block_n=16,block_k=128,stages=8,split_k=2,swap_ab=true,"
+                "epilogue=direct,producer_registers=0,consumer_registers=0,split_cluster=true", 16, [2048, 4096, 4096])]
+
+for spec, m, widths in CHAIN_CASES:
+    if not wanted(f"chain {spec}"):
+        continue
+    x, _ = random_operands(m, 8, widths[0], "float16", seed=m)
+    ws = [random_operands(8, n, k, "float16", seed=k + n)[1] for k, n in zip(widths, widths[1:])]
+    outs = [poisoned(m, w.shape[1], "float16") for w in ws]
+    inputs = [x] + outs[:-1]
+    for inp, w, out in zip(inputs, ws, outs):   # no synchronisation between the calls
+        gemm.matmul(inp, w, schedule=from_spec(spec), out=out)
+    for i, (inp, w, out) in enumerate(zip(inputs, ws, outs)):
+        check(f"chain {spec} {m}x{w.shape[1]}x{inp.shape[1]} link {i}", out, inp, w)

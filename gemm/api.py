@@ -16,6 +16,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from .limits import tma_addressable
 from .schedule import KernelGapError, Schedule, kernel_gaps, preset
 
 DTYPES = ("float16", "bfloat16")
@@ -409,7 +410,7 @@ def _lines_off_128(mat: _Matrix) -> bool:
     or its line pitch); one copied first (gemm.padding: host arrays, lines TMA cannot address)
     gets lines 128 bytes apart."""
     major, ld = _majorness(mat)
-    if mat.kind == "numpy" or major is None or mat.address % 16 or (ld * 2) % 16:
+    if mat.kind == "numpy" or major is None or not tma_addressable(mat.address, ld):
         return False
     rows, cols = mat.shape[-2:]
     lines = rows if major == "row" else cols
@@ -490,8 +491,7 @@ def _run(sched, call: _Call, dev, launch_gemm, tma_storable):
         the step is 0 for an operand broadcast over the batch."""
         major, ld = _majorness(mat)
         step = mat.strides[0] if mat.batch > 1 else 0
-        aligned = (major is not None and mat.address % 16 == 0 and (ld * 2) % 16 == 0
-                   and (step * 2) % 16 == 0)
+        aligned = major is not None and tma_addressable(mat.address, ld, step)
         if mat.kind != "numpy" and aligned:
             return mat.address, major, ld, step
         rows, cols = mat.shape[-2:]

@@ -16,6 +16,7 @@ from functools import lru_cache
 
 from .compile import compile_kernel
 from .kernels import FLAG_A_STEPS, FLAG_B_STEPS, FLAG_EARLY_TRIGGER, KernelConfig
+from .limits import tma_addressable
 
 
 class DeviceError(RuntimeError):
@@ -308,4 +309,4 @@ def c_tensor_map(cfg: KernelConfig, c: int, ldc: int, m: int, n: int, batch: int
 
 def tma_storable(c: int, ldc: int) -> bool:
     """Whether TMA can address C: a 16-byte aligned base and rows a multiple of 16 bytes apart."""
-    return c % 16 == 0 and (ldc * 2) % 16 == 0
+    return tma_addressable(c, ldc)

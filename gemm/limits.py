@@ -57,3 +57,10 @@ def tma_row_aligned(elements: int) -> bool:
     """Whether a contiguous row of `elements` 16-bit values is a whole number of TMA's 16-byte
     strides: where it is not, a call copies the rows into a padded buffer (gemm/padding.py)."""
     return (elements * INPUT_BYTES) % TMA_ALIGNMENT_BYTES == 0
+
+
+def tma_addressable(address: int, *strides: int) -> bool:
+    """Whether TMA can address a matrix at `address` whose strides (in 16-bit elements: its
+    rows', and a batch's matrices') are given: a 16-byte aligned base and every stride a whole
+    number of 16 bytes."""
+    return address % TMA_ALIGNMENT_BYTES == 0 and all(tma_row_aligned(s) for s in strides)

@@ -28,6 +28,23 @@ def on_move(callback) -> None:
         _listeners.append(callback)
 
 
+class _RawStream:
+    """A raw CUstream handle, presented through the CUDA stream protocol."""
+
+    def __init__(self, handle: int):
+        self.handle = handle
+
+    def __cuda_stream__(self):
+        return (0, self.handle)
+
+
+def cupy_stream(stream_handle: int):
+    """CuPy's view of a stream it did not create (torch's, or the driver's): it neither owns nor
+    destroys it."""
+    import cupy
+    return cupy.cuda.Stream.from_external(_RawStream(stream_handle))
+
+
 def workspace_for(stream_handle: int, planes: int, counters: int) -> int:
     """The workspace address for a kernel whose partial planes take `planes` bytes (a
     multiple of 256) and whose tile counters take `counters` bytes right after them."""
@@ -38,10 +55,10 @@ def workspace_for(stream_handle: int, planes: int, counters: int) -> int:
         old_planes, old_counters = (held[1], held[2]) if held else (0, 0)
         planes_region = max(planes, 2 * old_planes, 1 << 20)
         counters_region = max(-(-counters // 256) * 256, 2 * old_counters, 1 << 16)
-        with cupy.cuda.ExternalStream(stream_handle):
+        with cupy_stream(stream_handle):
             fresh = cupy.zeros(planes_region + counters_region, dtype=cupy.uint8)
         if held is not None:
-            cupy.cuda.ExternalStream(stream_handle).synchronize()  # the old buffer may still be in use
+            cupy_stream(stream_handle).synchronize()  # the old buffer may still be in use
             for callback in _listeners:
                 callback()
         _buffers[stream_handle] = held = (fresh, planes_region, counters_region)

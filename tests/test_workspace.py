@@ -18,8 +18,10 @@ class _FakeArray:
 @pytest.fixture
 def workspace(monkeypatch):
     class _Stream:
-        def __init__(self, handle):
-            pass
+        @classmethod
+        def from_external(cls, obj):
+            assert obj.__cuda_stream__()[0] == 0   # the CUDA stream protocol's version
+            return cls()
 
         def __enter__(self):
             return self
@@ -31,7 +33,7 @@ def workspace(monkeypatch):
             pass
 
     fake = types.SimpleNamespace(zeros=lambda n, dtype=None: _FakeArray(n), uint8="uint8",
-                                 cuda=types.SimpleNamespace(ExternalStream=_Stream))
+                                 cuda=types.SimpleNamespace(Stream=_Stream))
     monkeypatch.setitem(sys.modules, "cupy", fake)
     from gemm import workspace as ws
     monkeypatch.setattr(ws, "_buffers", {})

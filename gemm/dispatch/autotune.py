@@ -96,7 +96,9 @@ def store(key: Key, entry: dict) -> Path:
 def time_calls(run, stream_handle: int, warmup: int = 3, iters: int = 10) -> float:
     """Median milliseconds of `run()` on the stream, CUDA events around each call."""
     import cupy
-    stream = cupy.cuda.ExternalStream(stream_handle)
+
+    from ..workspace import cupy_stream
+    stream = cupy_stream(stream_handle)
     for _ in range(warmup):
         run()
     events = []
