@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from .compile import compile_kernel
 from .kernels import FLAG_A_STEPS, FLAG_B_STEPS, FLAG_EARLY_TRIGGER, KernelConfig
-from .limits import tma_addressable
+from .limits import fills_the_gpu, tma_addressable
 
 
 class DeviceError(RuntimeError):
@@ -275,18 +275,6 @@ def launch_gemm(loaded: LoadedKernel, a: int, lda: int, b: int, ldb: int, c: int
     return launch(loaded, grid, stream_handle, a_map, b_map, c_map,
                   c, ldc, m, n, k, pair_ok, probe, workspace, batch, flags)
 
-
-# A dependent launch lets the next kernel be scheduled early (FLAG_EARLY_TRIGGER) only where its
-# grid leaves at most this many SMs idle: back to back, the 128-CTA grids of the decode
-# down-projections (4 idle) gained 0.3-0.9 us a call and 126 CTAs (6 idle) nothing, while 115 CTAs
-# (17 idle) lost 2.2 us and 86 (46 idle) 8.4, the next kernel's CTAs waiting on the idle SMs
-# (docs/research/notes.md, item 151)
-EARLY_TRIGGER_IDLE_SMS = 4
-
-
-def fills_the_gpu(ctas: int, sms: int) -> bool:
-    """Whether a grid of `ctas` leaves at most EARLY_TRIGGER_IDLE_SMS of `sms` SMs idle."""
-    return ctas >= sms - EARLY_TRIGGER_IDLE_SMS
 
 
 def _check_stream_k_positions(cfg: KernelConfig, m: int, n: int, k: int, batch: int, ctas: int) -> None:

@@ -64,3 +64,16 @@ def tma_addressable(address: int, *strides: int) -> bool:
     rows', and a batch's matrices') are given: a 16-byte aligned base and every stride a whole
     number of 16 bytes."""
     return address % TMA_ALIGNMENT_BYTES == 0 and all(tma_row_aligned(s) for s in strides)
+
+
+# A programmatic dependent launch lets the next kernel be scheduled once its producers have issued
+# their last loads (gemm.kernels.config FLAG_EARLY_TRIGGER) only where its grid leaves at most this
+# many SMs idle: back to back, 128-CTA grids (4 idle) gained 0.3-0.9 us a call and 126 CTAs (6 idle)
+# nothing, while 115 CTAs (17 idle) lost 2.2 us and 86 (46 idle) 8.4, the next kernel's CTAs waiting
+# on the idle SMs (docs/research/notes.md, item 151)
+EARLY_TRIGGER_IDLE_SMS = 4
+
+
+def fills_the_gpu(ctas: int, sms: int) -> bool:
+    """Whether a grid of `ctas` leaves at most EARLY_TRIGGER_IDLE_SMS of `sms` SMs idle."""
+    return ctas >= sms - EARLY_TRIGGER_IDLE_SMS

@@ -12,7 +12,9 @@ units). Three times describe it:
 
   device  every kernel back to back on the stream: each pays `launch_us` (its launch and
           drain) besides its own work, less `dependent_launch_saving_us` for a kernel launched
-          as a programmatic dependent (its launch under the end of the call before);
+          as a programmatic dependent (its launch under the end of the call before), or
+          `dependent_launch_full_grid_saving_us` where its grid fills the GPU (its CTAs let the
+          next kernel in once their loads are issued);
   timed   one call between two CUDA events, as the protocol's loop times it (event_ms): the
           start event is recorded, the host gets the kernels going (`host_call_us`, plus
           `host_launch_us` for each further kernel) and records the end event; no
@@ -29,7 +31,7 @@ from __future__ import annotations
 
 import math
 
-from gemm.limits import tma_row_aligned
+from gemm.limits import fills_the_gpu, tma_row_aligned
 from gemm.schedule import INPUT_BYTES, Schedule
 
 from .engines import ACCUMULATOR_BYTES, partial_tile_ns, split_unit_ns
@@ -128,9 +130,9 @@ def event_ms(device_ms: float, call_us: float, floor_us: float, pace_us: float, 
 
 
 def timed(kernel_s: float, s: Schedule, m: int, n: int, k: int, batch: int, slices: int, prof: GpuProfile,
-          host_us: float | None = None, tiles: int = 0, stream_k: tuple[int, int] = (0, 0)) -> dict:
+          host_us: float | None = None, tiles: int = 0, stream_k: tuple[int, int] = (0, 0), ctas: int = 0) -> dict:
     """The call as a CUDA-event timing sees it; `kernel_s` is the GEMM kernel's time on the stream
-    (its launch_us included), `tiles` its C tiles (split-K's reduce runs on every slice's CTA),
+    (its launch_us included), `ctas` its grid, `tiles` its C tiles (split-K's reduce runs on every slice's CTA),
     `stream_k` (K iterations of a tile, a CTA's run of the shared ones) when tiles are shared by
     K iteration. Times in ms."""
     # split-K's sum: inside the K loops' time where the profile has it measured (each unit's own,
@@ -144,7 +146,9 @@ def timed(kernel_s: float, s: Schedule, m: int, n: int, k: int, batch: int, slic
     # back to back, a programmatic dependent's launch hides partly under the kernel before it
     # (device_ms, and queued_ms where the device is the slower); one call between events, on a
     # GPU idle before it, has none to hide under (alone_ms, timed_ms)
-    device_s = alone_s - (prof.dependent_launch_saving_us * 1e-6 if s.dependent_launch else 0.0)
+    saving_us = (prof.dependent_launch_full_grid_saving_us if fills_the_gpu(ctas, prof.sm_count)
+                 else prof.dependent_launch_saving_us)
+    device_s = alone_s - (saving_us * 1e-6 if s.dependent_launch else 0.0)
     call_us = prof.host_call_us if host_us is None else host_us
     host_s = (call_us + (kernels - 1) * prof.host_launch_us) * 1e-6
     timed_ms = event_ms(alone_s * 1e3, call_us, prof.host_floor_us, prof.host_pace_us, prof.event_tail_us,

@@ -270,6 +270,10 @@ class GpuProfile:
                                            "(Schedule.dependent_launch) saves of launch_us back to back: its "
                                            "launch and prologue under the previous kernel's end (one call between "
                                            "events saves nothing)")
+    dependent_launch_full_grid_saving_us: float = _p(0.0, "assumed", "the same for a dependent whose grid fills "
+                                                     "the GPU (gemm.limits.fills_the_gpu): its CTAs let the next "
+                                                     "kernel in once their loads are issued, not after their last "
+                                                     "store (gemm.kernels.config FLAG_EARLY_TRIGGER)")
     host_call_us: float = _p(11.7, "measured", "host time of one warm gemm.matmul call",
                              f"{RESULTS}/host.csv: per warm call at 256^3, 1,000 calls back to back")
     host_floor_us: float = _p(20.5, "measured", "the least time two CUDA events around a call measure: the "

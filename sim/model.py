@@ -215,7 +215,7 @@ def _predict(s: Schedule, m: int, n: int, k: int, prof: GpuProfile, dtype: str =
 
     # 6. the call
     timing = call.timed(kernel_s, s, m, n, k, batch, lg.slices, prof, host_us, tiles=lg.tm * lg.tn * lg.batch,
-                        stream_k=(lg.k_iters, lg.stream_k_run))
+                        stream_k=(lg.k_iters, lg.stream_k_run), ctas=lg.ctas)
     t = timing["device_ms"] * 1e-3
     partial = split_unit_ns(s, prof)
     if partial is not None:

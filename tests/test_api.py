@@ -144,9 +144,8 @@ def test_replays_keep_at_most_the_staging_cap(monkeypatch):
 
 def test_a_dependent_launch_lets_the_next_kernel_in_early_only_from_a_grid_that_fills_the_gpu():
     """Back to back, the next kernel's CTAs take whatever SMs a grid leaves idle: an early trigger
-    pays only where at most a few are (gemm.launch.EARLY_TRIGGER_IDLE_SMS)."""
-    pytest.importorskip("cuda.core")
-    from gemm.launch import EARLY_TRIGGER_IDLE_SMS, fills_the_gpu
+    pays only where at most a few are (gemm.limits.EARLY_TRIGGER_IDLE_SMS)."""
+    from gemm.limits import EARLY_TRIGGER_IDLE_SMS, fills_the_gpu
     assert fills_the_gpu(132, 132) and fills_the_gpu(264, 132)
     assert fills_the_gpu(132 - EARLY_TRIGGER_IDLE_SMS, 132)
     assert not fills_the_gpu(131 - EARLY_TRIGGER_IDLE_SMS, 132)

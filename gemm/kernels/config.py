@@ -18,8 +18,9 @@ DTYPES = ("float16", "bfloat16")
 # producer-warpgroup kernel (persistent.py) reads them.
 FLAG_A_STEPS = 1         # a batch's A has one tensor map per product (else one map for all)
 FLAG_B_STEPS = 2         # the same for B
-FLAG_EARLY_TRIGGER = 4   # a dependent launch whose grid fills the GPU: each CTA lets the next
-                         # kernel be scheduled once its producer has issued its last load
+FLAG_EARLY_TRIGGER = 4   # a dependent launch whose grid fills the GPU (gemm.limits.fills_the_gpu):
+                         # each CTA lets the next kernel be scheduled once its producer has issued
+                         # its last load
 
 
 @dataclass(frozen=True)
