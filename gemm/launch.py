@@ -276,7 +276,6 @@ def launch_gemm(loaded: LoadedKernel, a: int, lda: int, b: int, ldb: int, c: int
                   c, ldc, m, n, k, pair_ok, probe, workspace, batch, flags)
 
 
-
 def _check_stream_k_positions(cfg: KernelConfig, m: int, n: int, k: int, batch: int, ctas: int) -> None:
     """The stream-K kernel finds each CTA's share with 32-bit arithmetic: CTA index x (shared
     tiles x K iterations), shared tiles at most stream_k_waves + 1 waves of the grid, must stay
