@@ -68,9 +68,8 @@ def tma_addressable(address: int, *strides: int) -> bool:
 
 # A programmatic dependent launch lets the next kernel be scheduled once its producers have issued
 # their last loads (gemm.kernels.config FLAG_EARLY_TRIGGER) only where its grid leaves at most this
-# many SMs idle: back to back, 128-CTA grids (4 idle) gained 0.3-0.9 us a call and 126 CTAs (6 idle)
-# nothing, while 115 CTAs (17 idle) lost 2.2 us and 86 (46 idle) 8.4, the next kernel's CTAs waiting
-# on the idle SMs (docs/research/notes.md, item 151)
+# many SMs idle: the next kernel's CTAs take whatever SMs are idle and wait there until this one
+# completes, so a grid that leaves many idle crowds the next one onto them and slows it.
 EARLY_TRIGGER_IDLE_SMS = 4
 
 
