@@ -5,6 +5,8 @@
   python -m experiments.bench --suite            # only the suite
   python -m experiments.bench --ladder           # only the ladder (v1..v7 at 8192^3)
   python -m experiments.bench --shapes sq4096,llama7b-qkv   # a subset of the suite, by name
+  python -m experiments.bench --suite --suite-file experiments/shapes-offsuite.json --tag offsuite
+                                                 # shapes the table and the model never saw
   python -m experiments.bench --schedule v7      # every suite shape on one preset, not the default
   python -m experiments.bench --sweep "v7;v7:block_n=192" --shapes sq4096   # candidates -> sweep.csv
   python -m experiments.bench --candidates --tag candidates-N   # every shape's dispatcher candidates
@@ -55,8 +57,8 @@ LADDER_SHAPE = (8192, 8192, 8192)
 REGRESSION = 0.10   # --check fails below (1 - this) x the committed ratio
 
 
-def suite_shapes(names=None) -> list[dict]:
-    shapes = json.loads(SUITE.read_text())["shapes"]
+def suite_shapes(names=None, suite: Path = SUITE) -> list[dict]:
+    shapes = json.loads(Path(suite).read_text())["shapes"]
     for s in shapes:
         s.setdefault("batch", 1)
         s.setdefault("dtype", "float16")
@@ -306,6 +308,9 @@ def main(argv=None) -> int:
     p.add_argument("--ladder", action="store_true", help="only the version ladder at 8192^3")
     p.add_argument("--check", action="store_true", help="re-measure the ladder against the committed ladder.csv")
     p.add_argument("--shapes", type=lambda s: s.split(","), help="suite shapes by name, comma-separated")
+    p.add_argument("--suite-file", type=Path, default=SUITE,
+                   help="the shape list, in shapes.json's format (default: %(default)s; "
+                        "experiments/shapes-offsuite.json holds shapes the table and the model never saw)")
     p.add_argument("--schedule", type=from_spec, help="one schedule for every shape (default: the dispatcher's)")
     p.add_argument("--sweep", type=lambda s: [from_spec(x) for x in s.split(";")],
                    help="candidate schedules separated by ';' (e.g. 'v7;v7:block_n=192'), each on every shape")
@@ -336,7 +341,7 @@ def main(argv=None) -> int:
     if args.sweep or args.candidates:
         from gemm.dispatch.candidates import candidates
         rows = []
-        for shape in tqdm(suite_shapes(args.shapes), desc="shapes"):
+        for shape in tqdm(suite_shapes(args.shapes, args.suite_file), desc="shapes"):
             schedules = args.sweep or candidates(shape["m"], shape["n"], shape["k"], shape["batch"], shape["dtype"])
             for r in measure_shape(shape, schedules, seed=3, baselines_each=True, back_to_back=True):
                 rows.append({**r, "date": date})
@@ -349,7 +354,7 @@ def main(argv=None) -> int:
         probe = suite_host_probe()
         print("host probe: " + " ".join(f"{k}={v}" for k, v in probe.items()), flush=True)
         rows = []
-        for shape in tqdm(suite_shapes(args.shapes), desc="suite"):
+        for shape in tqdm(suite_shapes(args.shapes, args.suite_file), desc="suite"):
             r, = measure_shape(shape, [args.schedule], seed=1, rest_s=args.rest, probe_host=True, back_to_back=True)
             rows.append({**r, "gpu": meta["gpu"], "date": date})
         probe_after = suite_host_probe()
