@@ -1,6 +1,8 @@
 """The dispatcher's pick against the best candidate of the sweeps, shape by shape.
 
   python -m experiments.picks        # -> experiments/results/h200-sxm/picks.csv
+  python -m experiments.picks --shapes .../shapes-offsuite.csv \
+      --held-out .../sweep-offsuite-candidates.csv --out .../picks-offsuite.csv   # shapes off the suite
 
 For every shape of shapes.csv (the suite as the dispatcher runs it), the schedule it ran and its
 ratio to the faster cuBLAS, beside every dispatcher candidate the sweeps the table was made from
@@ -85,16 +87,19 @@ def main(argv=None) -> int:
     p.add_argument("--results", type=Path, default=results_dir(), help="the GPU's results folder")
     p.add_argument("--held-out", type=Path, help="a candidate sweep the table was not made from (default: the "
                    "sweep-candidates*.csv outside the table's \"from\" measured last)")
+    p.add_argument("--shapes", type=Path, help="the dispatcher's rows (default: the results folder's shapes.csv)")
+    p.add_argument("--out", type=Path, help="where to write (default: the results folder's picks.csv)")
     args = p.parse_args(argv)
+    shapes_csv = args.shapes or args.results / "shapes.csv"
     made = json.loads((TABLES / f"{args.results.name}.json").read_text())   # the sweeps the table was made from
     sweep_paths = [REPO / path for path in made["from"]]   # relative to the repository (or absolute)
     held_out = args.held_out or max((path for path in args.results.glob("sweep-candidates*.csv")
                                      if path.resolve() not in {q.resolve() for q in sweep_paths}),
                                     key=lambda path: max(r.get("date") or "" for r in read_rows(path)), default=None)
-    rows = picks(read_rows(args.results / "shapes.csv"), [r for path in sweep_paths for r in read_rows(path)],
+    rows = picks(read_rows(shapes_csv), [r for path in sweep_paths for r in read_rows(path)],
                  made.get("since", ""), read_rows(held_out) if held_out else None, made.get("by", "one-call"))
-    out = args.results / "picks.csv"
-    write_csv(out, rows, [f"derived by python -m experiments.picks from shapes.csv, the sweeps the table was made "
+    out = args.out or args.results / "picks.csv"
+    write_csv(out, rows, [f"derived by python -m experiments.picks from {shapes_csv.name}, the sweeps the table was made "
                           f"from ({', '.join(path.name for path in sweep_paths)}) and, held out, "
                           f"{held_out.name if held_out else 'no sweep'}",
                           "pick_over_best: the dispatcher's measured ratio / the best swept candidate's (pooled) ratio",

@@ -305,3 +305,16 @@ def test_shapes_whose_rows_are_copied_have_rules_of_their_own():
     best = make_table.best_per_bucket(rows, padded_since=later)
     assert best[table.shape_key(4095, 4097, 4099, 1, "float16")][0] == "v7:cluster_m=2"
     assert best[table.shape_key(4096, 4096, 4096, 1, "float16")][0] == "v7"        # aligned rows all kept
+
+
+def test_the_off_suite_shapes_are_held_out_from_the_table():
+    """experiments/shapes-offsuite.json stands for the shapes users run beyond the suite: none
+    may fall into a bucket of the shipped table (built from the suite's sweeps), so that its
+    measurement tests the model's ranking, not a rule measured on it."""
+    from experiments.bench import SUITE, suite_shapes
+    offsuite = suite_shapes(suite=SUITE.with_name("shapes-offsuite.json"))
+    names = [s["name"] for s in offsuite]
+    assert len(names) == len(set(names)) and not set(names) & {s["name"] for s in suite_shapes()}
+    for s in offsuite:
+        assert table.lookup("h200-sxm", s["m"], s["n"], s["k"], s["batch"], s["dtype"]) is None, s["name"]
+        assert choose(s["m"], s["n"], s["k"], s["batch"], s["dtype"]).source == "model", s["name"]
