@@ -18,7 +18,9 @@ are two spellings of one grammar, and both resolve here:
                            CTAs per SM, the same work)
   bf16                     bfloat16 operands (float16 otherwise)
 
-Anything a name leaves out takes the preset's value. A few study labels that are not in this
+Anything a name leaves out takes the preset's value as it was when the records were taken
+(RECORD_PRESETS): the v5 preset has since moved from 128x128 in column order to 128x256 in
+grouped order, and "v5 s4" still names the kernel those records measured. A few study labels that are not in this
 grammar (the residency study's "v2 s2 @2": V2, 2 stages, padded down to 2 CTAs per SM) are
 ALIASES of a grammar name. The tuples below are the sets the commands run, in the order they run them:
 the Nsight Compute rows of a run follow that order.
@@ -32,6 +34,8 @@ from gemm.schedule import Schedule, preset
 
 KINDS = ("gemm", "mma", "load")
 RASTERS = ("row", "column", "grouped")
+# the fields of a preset that changed after records named by it were taken: their old values
+RECORD_PRESETS = {"v5": {"block_m": 128, "block_n": 128, "raster": "column"}}
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,7 @@ def entry(name: str) -> Entry:
         i += 1
     if version is None:
         raise ValueError(f"{name!r}: a kernel name starts with its version (v1 .. v7)")
+    over = {**RECORD_PRESETS.get(version, {}), **over}
     return Entry(preset(version, **over), kind, pad, prefetch, dtype)
 
 

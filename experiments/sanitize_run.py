@@ -36,6 +36,9 @@ WARPGROUP_CASES = [("v6", (300, 264, 200), 1), ("v7", (384, 264, 520), 1), ("v7:
                    # three m64 WGMMAs a warpgroup; 500 rows of B' leave an edge tile of 116
                    ("v7:block_m=192,consumer_warpgroups=1,block_n=16,stages=8,swap_ab=true,epilogue=direct,"
                     "producer_registers=0,consumer_registers=0", (9, 500, 1000), 1),
+                   # 64 rows of B' a CTA, two K boxes a stage; 600 rows leave an edge tile of 24
+                   ("v7:block_m=64,consumer_warpgroups=1,block_n=32,block_k=128,stages=6,swap_ab=true,"
+                    "epilogue=direct,producer_registers=0,consumer_registers=0", (29, 600, 1000), 1),
                    # split-K inside a cluster: partials through distributed shared memory; 2 slices on
                    # several tiles a cluster (the barriers' phases turn), 4 slices of a 64-row swap-AB tile
                    ("v7:block_n=128,stages=4,split_k=2,split_cluster=true", (1100, 1300, 1000), 1),

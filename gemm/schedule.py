@@ -20,7 +20,9 @@ shared/seed/hopper-matmul-v2-tutorial.txt, and docs/kernels.md):
       full/empty mbarriers; no block-wide sync; one (stage, phase) per role.
       2 stages: the depth measured fastest at 128x128x64 on the H200.
   v4  v3 with two consumer warpgroups (a 128-row tile each warpgroup 64 rows); 2 stages.
-  v5  v4 keeping one WGMMA group in flight across iterations.
+  v5  v4 keeping one WGMMA group in flight across iterations, on the tile two warpgroups
+      make room for: 128x256 (64x256 each), 4 stages, grouped raster. (On v4's 128x128 a
+      K tile is two m64n128 groups, too short for the group in flight to pay.)
   v6  the tutorial series' V6: 256x256 over two consumer warpgroups with fp16
       accumulators, a producer warpgroup (setmaxnreg) and a TMA-store epilogue.
   v7  persistent: one CTA per SM walks the tiles, setmaxnreg, 128x256 over two
@@ -437,9 +439,9 @@ PRESETS: dict[str, Schedule] = {
                   runtime_stage_index=False, producer_warps=1),
     "v4": _preset(name="v4", family="specialized", stages=2, syncs_per_iter=0,
                   runtime_stage_index=False, producer_warps=1, consumer_warpgroups=2),
-    "v5": _preset(name="v5", family="specialized", stages=4, syncs_per_iter=0,
+    "v5": _preset(name="v5", family="specialized", block_n=256, stages=4, syncs_per_iter=0,
                   runtime_stage_index=False, producer_warps=1, consumer_warpgroups=2,
-                  wgmma_in_flight=1),
+                  wgmma_in_flight=1, raster="grouped"),
     # the tutorial series' V6: a 256x256 tile over two consumer warpgroups, which fits only
     # with fp16 accumulators; C leaves through shared memory and a TMA store
     "v6": _preset(name="v6", family="specialized", block_m=256, block_n=256, stages=3,

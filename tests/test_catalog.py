@@ -24,7 +24,11 @@ def test_words_set_the_presets_fields():
 def test_loops_pads_prefetch_and_aliases():
     e = catalog.entry("load loop 128x128x64 s1")
     assert (e.kind, e.schedule) == ("load", preset("v2", stages=1))
-    assert catalog.entry("mma loop v5 128x128x64 s4") == catalog.Entry(preset("v5", stages=4), "mma")
+    assert catalog.entry("mma loop v5 128x128x64 s4") == catalog.Entry(
+        preset("v5", block_n=128, raster="column", stages=4), "mma")
+    # a record's name means the kernel it measured, whatever the preset became since
+    assert catalog.schedule("v5 s3") == preset("v5", block_n=128, raster="column", stages=3)
+    assert catalog.schedule("v5 128x256 s4").raster == "column"
     assert catalog.entry("v3 s2 +32KB smem").pad_bytes == 32 * 1024
     assert catalog.entry("v3 128x128x64 s6 prefetch 3").prefetch_limit == 3
     assert catalog.entry("v2 s2 @1") == catalog.Entry(preset("v2"), "gemm", 64 * 1024)

@@ -28,7 +28,7 @@ CASES = [
     KernelConfig(preset("v4", raster="grouped")),
     KernelConfig(preset("v5")),
     KernelConfig(preset("v5", block_n=256, stages=3, raster="grouped"), "float16", "k", "mn"),
-    KernelConfig(preset("v5", block_m=256, stages=3, wgmma_in_flight=2), clock_probe=True),
+    KernelConfig(preset("v5", block_m=256, block_n=128, stages=3, wgmma_in_flight=2), clock_probe=True),
     KernelConfig(preset("v3", stages=6), clock_probe=True, prefetch_limit=3),
 ]
 LOAD_LOOP = KernelConfig(preset("v2", stages=3), clock_probe=True, load_loop_only=True)
@@ -96,7 +96,7 @@ def test_specialized_registers_allow_two_ctas_per_sm():
     """V3's 161 registers x 160 threads and V4/V5's ~100 x 288 leave room for two CTAs
     per SM (the model's residency assumes it: sim.hardware register figures)."""
     from gemm.schedule import REGISTERS_PER_SM
-    for s in (preset("v3", stages=3), preset("v5", stages=3)):
+    for s in (preset("v3", stages=3), preset("v5", block_n=128, stages=3)):
         ck = compile_kernel(KernelConfig(s), use_disk_cache=False)
         per_thread = -(-ck.registers // 8) * 8
         assert REGISTERS_PER_SM // (per_thread * s.threads) >= 2, (s.name, ck.registers)

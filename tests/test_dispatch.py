@@ -242,8 +242,8 @@ def test_swap_ab_candidates_only_where_one_narrow_tile_holds_m():
     from gemm.dispatch import candidates
     def swapped(*shape):
         return {s.block_n for s in candidates(*shape) if s.swap_ab}
-    assert swapped(1, 4096, 11008) == {16, 64} and swapped(16, 22016, 4096) == {16, 64}
-    assert swapped(64, 4096, 11008) == {64}
+    assert swapped(1, 4096, 11008) == {16, 32, 64} and swapped(16, 22016, 4096) == {16, 32, 64}
+    assert swapped(32, 6144, 4096) == {32, 64} and swapped(64, 4096, 11008) == {64}
     assert swapped(128, 4096, 11008) == set() and swapped(4096, 4096, 4096) == set()
     assert swapped(16, 4096, 11008, 4) == set()            # a batch: one product at a time
     assert all(s.epilogue == "direct" for s in candidates(1, 4096, 11008) if s.swap_ab)

@@ -87,8 +87,8 @@ SPECIALIZED = {
     "v4-s2": dict(version="v4", stages=2),
     "v5-s2": dict(version="v5", stages=2),
     "v5-s3-inflight2": dict(version="v5", stages=3, wgmma_in_flight=2),
-    "v5-128x256": dict(version="v5", block_n=256, stages=3),
-    "v5-256x128": dict(version="v5", block_m=256, stages=3),
+    "v5-128x128": dict(version="v5", block_n=128, stages=3),
+    "v5-256x128": dict(version="v5", block_m=256, block_n=128, stages=3),
     "v3-64x256-bk32": dict(version="v3", block_m=64, block_n=256, block_k=32, stages=4),
 }
 

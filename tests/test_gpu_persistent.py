@@ -37,6 +37,9 @@ SCHEDULES = {
                              epilogue="direct", producer_registers=0, consumer_registers=0),
     "v7-swap-ab-splitk4": preset("v7", block_n=64, stages=8, split_k=4, swap_ab=True, epilogue="direct",
                                  producer_registers=0, consumer_registers=0),
+    # 64 rows of B' in one consumer warpgroup, two 64-wide K boxes a stage (the small decodes' tile)
+    "v7-swap-ab-64": preset("v7", block_m=64, consumer_warpgroups=1, block_n=32, block_k=128, stages=6,
+                            swap_ab=True, epilogue="direct", producer_registers=0, consumer_registers=0),
     # split-K inside a cluster: a tile's slices add their partials through distributed shared
     # memory (2, 3 and 8 slices: shares of unequal length, a cluster of the portable maximum)
     "v7-128-dsmem-splitk2": preset("v7", block_n=128, stages=4, split_k=2, split_cluster=True),
@@ -71,7 +74,7 @@ MAJORS = [("row", "row"), ("row", "col"), ("col", "row"), ("col", "col")]
 # every majorness where an operand is multicast (its part boxes differ by majorness); the
 # seed's layout (B stored [N, K]) elsewhere
 # swap-AB: the operands trade roles; 128x64 split-K: a narrow N box in every majorness
-ALL_MAJORS = ("v7-cluster-m", "v7-cluster-n", "v7-128x64-s8-splitk2", "v7-swap-ab", "v7-swap-ab-192",
+ALL_MAJORS = ("v7-cluster-m", "v7-cluster-n", "v7-128x64-s8-splitk2", "v7-swap-ab", "v7-swap-ab-192", "v7-swap-ab-64",
               "v7-swap-ab-splitk4", "v7-swap-ab-stream-k", "v7-128x64-dsmem-splitk2", "v7-swap-ab-dsmem-splitk4",
               "v7-192-cluster-serpentine")
 

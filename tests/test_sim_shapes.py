@@ -254,7 +254,7 @@ def test_swap_ab_makes_a_small_m_wgmma_n(g):
     assert wgmma_clk(g, 16) == 20 and wgmma_clk(g, 256) == 128
     swap = preset("v7", block_n=16, swap_ab=True, epilogue="direct", cluster_m=1, persistent=False,
                   stages=6, producer_registers=0, consumer_registers=0)
-    plain = preset("v5", block_m=64, consumer_warpgroups=1, stages=4)
+    plain = preset("v5", block_m=64, block_n=128, consumer_warpgroups=1, stages=4)
     ps, pp = (sim.predict(s, 16, 22016, 4096, gpu=g) for s in (swap, plain))
     assert ps.launch["gemm_mn"] == [22016, 16] and ps.launch["tile_grid"] == [172, 1]
     assert ps.bytes["l2_to_sm_bytes"] <= pp.bytes["l2_to_sm_bytes"]

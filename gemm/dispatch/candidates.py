@@ -53,6 +53,14 @@ SPECS = (
                                                                  # of W a CTA, 115 CTAs of 22016, 8 stages
     f"v7:block_m=192,consumer_warpgroups=1,block_n=16,block_k=128,stages=4,{SWAP_AB}",
     f"v7:block_n=64,stages=8,{SWAP_AB}",                         # swap-AB: M <= 64
+    # 64 rows of W a CTA: a product of 4-8k weight rows on 66-132 SMs, where 128-row tiles leave
+    # half the SMs idle and split ones a second wave (32 x 6144 x 4096: 17.6 us back to back
+    # against 23.1 for 128 rows, 25.1 split 2). A B' tile no wider than M (at block_n=64 its
+    # zero-filled rows cost: 21.6 us), and a ring too large for two CTAs an SM (a dependent
+    # launch's next CTAs would crowd onto SMs still running: 8192 rows at 10 stages of 64, 124 us
+    # against 114)
+    f"v7:block_m=64,consumer_warpgroups=1,block_n=32,block_k=128,stages=6,{SWAP_AB}",
+    f"v7:block_m=64,consumer_warpgroups=1,block_n=16,block_k=128,stages=8,{SWAP_AB}",
     f"v7:block_n=64,stages=8,split_k=4,{SWAP_AB}",
     # split-K inside a cluster: the slices add their partials through distributed shared memory
     # (no workspace round trip through L2, no global handshake). Clusters of 2: the H200 holds 66
