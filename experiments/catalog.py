@@ -20,9 +20,9 @@ are two spellings of one grammar, and both resolve here:
 
 Anything a name leaves out takes the preset's value as it was when the records were taken
 (RECORD_PRESETS): the v5 preset has since moved from 128x128 in column order to 128x256 in
-grouped order, and "v5 s4" still names the kernel those records measured. A few study labels that are not in this
-grammar (the residency study's "v2 s2 @2": V2, 2 stages, padded down to 2 CTAs per SM) are
-ALIASES of a grammar name. The tuples below are the sets the commands run, in the order they run them:
+grouped order, and "v5 s4" still names the kernel those records measured. A few study labels
+that are not in this grammar (the residency study's "v2 s2 @2": V2, 2 stages, padded down to
+2 CTAs per SM) are ALIASES of a grammar name. The tuples below are the sets the commands run, in the order they run them:
 the Nsight Compute rows of a run follow that order.
 """
 from __future__ import annotations
