@@ -16,6 +16,8 @@ SCHEDULES = {
     "v7-cluster-direct": preset("v7", cluster_m=2, epilogue="direct"),
     "v7-192-s4-inflight": preset("v7", block_n=192, stages=4, wgmma_in_flight=1),
     "v7-256x128": preset("v7", block_m=256, block_n=128, cluster_n=2),
+    # a WGMMA group in flight across K tiles while a cluster of 2 shares B (multicast)
+    "v7-192-cluster-inflight": preset("v7", block_n=192, stages=4, cluster_m=2, wgmma_in_flight=1),
     "v7-176": preset("v7", block_n=176),        # N not a power of two: WGMMA n=176, TMA-stored C boxes
     "v7-160-one-tile-per-cta": preset("v7", block_n=160, persistent=False, producer_registers=0,
                                       consumer_registers=0),
@@ -76,7 +78,7 @@ MAJORS = [("row", "row"), ("row", "col"), ("col", "row"), ("col", "col")]
 # swap-AB: the operands trade roles; 128x64 split-K: a narrow N box in every majorness
 ALL_MAJORS = ("v7-cluster-m", "v7-cluster-n", "v7-128x64-s8-splitk2", "v7-swap-ab", "v7-swap-ab-192", "v7-swap-ab-64",
               "v7-swap-ab-splitk4", "v7-swap-ab-stream-k", "v7-128x64-dsmem-splitk2", "v7-swap-ab-dsmem-splitk4",
-              "v7-192-cluster-serpentine")
+              "v7-192-cluster-serpentine", "v7-192-cluster-inflight")
 
 
 def _dtypes(name):
