@@ -48,7 +48,10 @@ WARPGROUP_CASES = [("v6", (300, 264, 200), 1), ("v7", (384, 264, 520), 1), ("v7:
                    # 306 tiles on 132 CTAs: the last partial wave's 42 shared, two waves of whole tiles
                    ("v7:block_n=128,stages=4,stream_k=true,stream_k_waves=0", (2304, 2176, 256), 1),
                    # 216 tiles on 132 CTAs: a CTA's second unit loaded from its last K tile down
-                   ("v7:block_n=192,stages=4,cluster_m=2,k_order=serpentine", (2304, 2176, 256), 1)]
+                   ("v7:block_n=192,stages=4,cluster_m=2,k_order=serpentine", (2304, 2176, 256), 1),
+                   # many products of two tiles: each CTA acquires the maps of the products it reaches;
+                   # stream-K's shared runs across the products of a batch
+                   ("v7", (256, 512, 64), 40), ("v7:block_n=128,stages=4,stream_k=true", (520, 900, 200), 3)]
 
 
 def check(label, c, a, b):

@@ -175,6 +175,28 @@ def test_repeated_calls_are_bitwise_equal(name):
         assert torch.equal(gemm.matmul(a, b, schedule=SCHEDULES[name]), first)
 
 
+@pytest.mark.parametrize("name", ["v7", "v7-cluster-m", "v7-stream-k", "v7-stream-k-partial-wave", "v7-128-splitk3",
+                                  "v7-128-dsmem-splitk2"])
+@pytest.mark.parametrize("shape", [(5, 256, 512, 64), (40, 128, 256, 200), (3, 1100, 2300, 300)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_batch_reaches_every_products_maps(name, shape):
+    """Each CTA acquires, once, the tensor maps of the products its walk reaches: products of
+    fewer tiles than CTAs (each CTA in one product, most in none), of one tile (40 products),
+    and of many (a CTA's walk across several), through stream-K's shared runs and split-K's
+    slices too; every product's C against its own reference."""
+    import torch
+
+    import gemm
+    batch, m, n, k = shape
+    g = torch.Generator(device="cuda").manual_seed(batch + k)
+    a = torch.randn(batch, m, k, generator=g, device="cuda").half()
+    b = torch.randn(batch, k, n, generator=g, device="cuda").half()
+    c = poisoned(batch * m, n, "float16").view(batch, m, n)
+    gemm.matmul(a, b, schedule=SCHEDULES[name], out=c)
+    for i in range(batch):
+        assert relative_error(c[i], a[i], b[i]) < TOLERANCE["float16"], i
+
+
 def test_swap_ab_refuses_a_batch_before_writing():
     """A swap-AB kernel runs one product: a batch of pairs is refused with the reason, and
     the output is left as it was. (A batch of A against one B folds into rows and runs.)"""

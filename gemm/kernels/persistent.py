@@ -30,6 +30,9 @@ kernel changes four things, each a Schedule field:
                       a work unit is one tile of one product; each product has its own tensor
                       maps (128 bytes apart: map b of A at tmap_a + 128 b when A is batched,
                       one map for all when it is broadcast) and its own C (m x ldc apart).
+                      Thread 0 acquires the maps of every product the CTA's walk reaches
+                      before the CTA's barrier, once (an acquire before each tile's loads
+                      and store cost a batch ~0.5 us a tile: C written 15% slower).
   split_k             a work unit is one K slice of a tile: the CTA writes its fp32 partial
                       tile to a workspace, fences, counts itself in on the tile's counter and
                       waits until all split_k slices have. Then each slice's CTA sums its own
@@ -386,11 +389,38 @@ def build_persistent_kernel(config):
         smem = cuda.shared.array(0, uint8, alignment=1024)
         base = (ptx.shared_base(smem) + 1023) & -1024
         tid = cuda.threadIdx.x
+        num_iters = (k + BK - 1) // BK
+        units_m, units_n = unit_grid(m, n)
+        tile_units = units_m * units_n
+        product_units = tile_units * (1 if SPLIT_CLUSTER else SPLIT)
+        units = product_units * batch
+        a_map_step = 128 * (1 if flags & FLAG_A_STEPS else 0)   # the next product's A map, or the same
+        b_map_step = 128 * (1 if flags & FLAG_B_STEPS else 0)   # (broadcast)
+        early_trigger = DEPENDENT and (flags & FLAG_EARLY_TRIGGER) != 0
+        cta = ptx.div_u32(cuda.blockIdx.x, CLUSTER)         # (a cluster's CTAs walk one unit)
+        unit_step = ptx.div_u32(cuda.gridDim.x, CLUSTER)
+        # stream-K: the shared tiles' K iterations in even runs, one per CTA, then whole tiles
+        shared = shared_tiles(units, unit_step) * num_iters
+        run_start = ptx.div_u32(cta * shared, unit_step)
+        run_end = ptx.div_u32((cta + 1) * shared, unit_step)
+        first_unit = cta + (ptx.div_u32(shared, num_iters) if STREAM_K else 0)
         if tid == 0:
-            ptx.fence_tensormap_acquire(tmap_a)
-            ptx.fence_tensormap_acquire(tmap_b)
-            if TMA_STORE:
-                ptx.fence_tensormap_acquire(tmap_c)
+            # The tensor maps of every product this CTA's walk reaches, acquired once, here, before
+            # the CTA's barrier (as the first product's always were): an acquire before each tile's
+            # loads and store held a batch's producer and consumers ~0.5 us a tile.
+            first_product, last_product = uint32(batch), uint32(0)
+            if first_unit < units:             # whole units, unit_step apart
+                last_unit = first_unit + ptx.div_u32(units - 1 - first_unit, unit_step) * unit_step
+                first_product = ptx.div_u32(first_unit, product_units)
+                last_product = ptx.div_u32(last_unit, product_units)
+            if run_start < run_end:            # stream-K's run of the shared tiles' K iterations
+                first_product = min(first_product, ptx.div_u32(ptx.div_u32(run_start, num_iters), tile_units))
+                last_product = max(last_product, ptx.div_u32(ptx.div_u32(run_end - 1, num_iters), tile_units))
+            for product in range(first_product, last_product + 1):
+                ptx.fence_tensormap_acquire(tmap_a + product * a_map_step)
+                ptx.fence_tensormap_acquire(tmap_b + product * b_map_step)
+                if TMA_STORE:
+                    ptx.fence_tensormap_acquire(tmap_c + product * 128)
             for st in range(STAGES):   # (st: `stage` is the roles' ring position below)
                 ptx.mbarrier_init(base + FULL + 8 * st, 1)
                 ptx.mbarrier_init(base + EMPTY + 8 * st, EMPTY_ARRIVALS)
@@ -405,20 +435,6 @@ def build_persistent_kernel(config):
             cuda.syncthreads()
             rank = uint32(0)
 
-        num_iters = (k + BK - 1) // BK
-        units_m, units_n = unit_grid(m, n)
-        tile_units = units_m * units_n
-        units = tile_units * (1 if SPLIT_CLUSTER else SPLIT) * batch
-        a_map_step = 128 * (1 if flags & FLAG_A_STEPS else 0)   # the next product's A map, or the same
-        b_map_step = 128 * (1 if flags & FLAG_B_STEPS else 0)   # (broadcast)
-        early_trigger = DEPENDENT and (flags & FLAG_EARLY_TRIGGER) != 0
-        cta = ptx.div_u32(cuda.blockIdx.x, CLUSTER)         # (a cluster's CTAs walk one unit)
-        unit_step = ptx.div_u32(cuda.gridDim.x, CLUSTER)
-        # stream-K: the shared tiles' K iterations in even runs, one per CTA, then whole tiles
-        shared = shared_tiles(units, unit_step) * num_iters
-        run_start = ptx.div_u32(cta * shared, unit_step)
-        run_end = ptx.div_u32((cta + 1) * shared, unit_step)
-        first_unit = cta + (ptx.div_u32(shared, num_iters) if STREAM_K else 0)
         plane_bytes = m * partial_row(n) * 4                # split-K: one slice's partial of one product
         flags = workspace + counters_offset(unit_step * SLOT_BYTES if STREAM_K else SPLIT * batch * plane_bytes)
 
@@ -440,9 +456,6 @@ def build_persistent_kernel(config):
                     off_m, off_n = corner_of(tile_unit, m, n, units_m, units_n, rank)
                     map_a = tmap_a + product * a_map_step
                     map_b = tmap_b + product * b_map_step
-                    if product > 0:
-                        ptx.fence_tensormap_acquire(map_a)
-                        ptx.fence_tensormap_acquire(map_b)
                     k_tile, k_step = first_k, 1
                     if SERPENTINE and backward:
                         k_tile, k_step = first_k + count_k - 1, -1
@@ -521,10 +534,7 @@ def build_persistent_kernel(config):
                         tile_end = (product * tile_units + tile_unit + 1) * num_iters
                         acc = take(acc, workspace, flags, cta, tile_end, unit_step, shared)
                     if TMA_STORE:
-                        map_c = tmap_c + product * 128
-                        if product > 0 and tid % 128 == 0:
-                            ptx.fence_tensormap_acquire(map_c)
-                        store_staged(acc, base, warpgroup, off_m, off_n, map_c)
+                        store_staged(acc, base, warpgroup, off_m, off_n, tmap_c + product * 128)
                     else:
                         store_direct(acc, c + product * (m * ldc * 2), ldc, m, n, off_m, off_n, pair_ok)
                 found, product, tile_unit, slice_ = next_found, next_product, next_tile_unit, next_slice
