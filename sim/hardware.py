@@ -183,6 +183,11 @@ class GpuProfile:
                                     "first misses' latency, the rings' fill, the last CTAs' end",
                                     "python -m experiments.research.hbm_stream (the intercept of time against "
                                     "bytes, less what the model gives the same cases with this term at 0)")
+    hbm_write_efficiency: float | None = _p(None, "measured", "the share of the datasheet HBM bandwidth a "
+                                            "write-only stream reaches: a launch whose bytes are mostly C's "
+                                            "writes (short K) takes at least its writes at this rate; None: "
+                                            "writes count at the read rate", "torch's fill, back to back "
+                                            "(docs/research/patches/spread142.py, write_bound_ab.py)")
 
     # ---- epilogue ----
     store_bytes_per_clk: float = _p(32.0, "assumed", "the direct epilogue: one warpgroup's st.global of C in "
@@ -355,6 +360,11 @@ class GpuProfile:
     def hbm_read_bytes_per_s(self) -> float:
         """The rate at which the kernels' reads stream from HBM (hbm_read_efficiency)."""
         return self.hbm_tbs * 1e12 * (self.hbm_read_efficiency or self.hbm_efficiency)
+
+    def hbm_write_bytes_per_s(self) -> float:
+        """The rate at which HBM takes writes alone (hbm_write_efficiency; else the read rate)."""
+        return self.hbm_tbs * 1e12 * self.hbm_write_efficiency if self.hbm_write_efficiency \
+            else self.hbm_read_bytes_per_s()
 
     def hbm_bytes_per_clk_per_sm(self, active_sms: int | None = None) -> float:
         """One SM's share of the kernels' HBM read rate while `active_sms` SMs pull."""

@@ -323,7 +323,9 @@ def hardware_floors(s: Schedule, lg, traffic: dict, prof: GpuProfile, busy_sms: 
     floors = {
         "tensor cores": flops_done / (prof.tensor_flops_per_clk * hz * busy_sms),
         "L2->SM bandwidth": l2_time,
-        "HBM bandwidth": traffic["hbm_bytes"] / prof.hbm_read_bytes_per_s(),
+        # reads and writes share the HBM at its read rate; writes alone go no faster than a fill
+        "HBM bandwidth": max(traffic["hbm_bytes"] / prof.hbm_read_bytes_per_s(),
+                             traffic["hbm_write_bytes"] / prof.hbm_write_bytes_per_s()),
         "TMA zero fill": oob_rows * prof.tma_oob_row_ns * 1e-9 / busy_sms,
     }
     if any(misaligned) and prof.l2_misaligned_row_clk:
