@@ -30,9 +30,9 @@ kernel changes four things, each a Schedule field:
                       a work unit is one tile of one product; each product has its own tensor
                       maps (128 bytes apart: map b of A at tmap_a + 128 b when A is batched,
                       one map for all when it is broadcast) and its own C (m x ldc apart).
-                      Thread 0 acquires the maps of every product the CTA's walk reaches
-                      before the CTA's barrier, once (an acquire before each tile's loads
-                      and store cost a batch ~0.5 us a tile: C written 15% slower).
+                      Thread 0 acquires the maps of every product the CTA's walk reaches,
+                      once, before the CTA's barrier: not before each tile's loads and store,
+                      where the acquire would hold the producer and the consumers every tile.
   split_k             a work unit is one K slice of a tile: the CTA writes its fp32 partial
                       tile to a workspace, fences, counts itself in on the tile's counter and
                       waits until all split_k slices have. Then each slice's CTA sums its own
@@ -405,9 +405,8 @@ def build_persistent_kernel(config):
         run_end = ptx.div_u32((cta + 1) * shared, unit_step)
         first_unit = cta + (ptx.div_u32(shared, num_iters) if STREAM_K else 0)
         if tid == 0:
-            # The tensor maps of every product this CTA's walk reaches, acquired once, here, before
-            # the CTA's barrier (as the first product's always were): an acquire before each tile's
-            # loads and store held a batch's producer and consumers ~0.5 us a tile.
+            # the tensor maps of every product this CTA's walk reaches (see the module docstring);
+            # a broadcast operand's one map once
             first_product, last_product = uint32(batch), uint32(0)
             if first_unit < units:             # whole units, unit_step apart
                 last_unit = first_unit + ptx.div_u32(units - 1 - first_unit, unit_step) * unit_step
@@ -417,8 +416,10 @@ def build_persistent_kernel(config):
                 first_product = min(first_product, ptx.div_u32(ptx.div_u32(run_start, num_iters), tile_units))
                 last_product = max(last_product, ptx.div_u32(ptx.div_u32(run_end - 1, num_iters), tile_units))
             for product in range(first_product, last_product + 1):
-                ptx.fence_tensormap_acquire(tmap_a + product * a_map_step)
-                ptx.fence_tensormap_acquire(tmap_b + product * b_map_step)
+                if product == first_product or a_map_step != 0:
+                    ptx.fence_tensormap_acquire(tmap_a + product * a_map_step)
+                if product == first_product or b_map_step != 0:
+                    ptx.fence_tensormap_acquire(tmap_b + product * b_map_step)
                 if TMA_STORE:
                     ptx.fence_tensormap_acquire(tmap_c + product * 128)
             for st in range(STAGES):   # (st: `stage` is the roles' ring position below)
