@@ -16,8 +16,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from .limits import tma_addressable
-from .schedule import KernelGapError, Schedule, kernel_gaps, preset
+from .limits import line_start, tma_addressable
+from .schedule import INPUT_BYTES, KernelGapError, Schedule, kernel_gaps, preset
 
 DTYPES = ("float16", "bfloat16")
 
@@ -177,7 +177,7 @@ def matmul(a, b, stages=None, *, version=None, schedule=None, out=None):
     if explicit is not None:
         sched = explicit
     else:
-        plan_ = _dispatch(*call.key, call.lines_off)
+        plan_ = _dispatch(*call.key, call.line_starts)
         if plan_.source != "autotune" and _autotune_enabled():
             plan_ = autotune(a, b)
         sched = plan_.schedule
@@ -292,7 +292,7 @@ def plan(a, b, stages=None, *, version=None, schedule=None):
     call = _operands(a, b, None)
     if explicit is not None:
         return Plan(explicit, "explicit", "named by the caller")
-    return _dispatch(*call.key, call.lines_off)
+    return _dispatch(*call.key, call.line_starts)
 
 
 def autotune(a, b, *, top=3, force=False):
@@ -314,7 +314,7 @@ def autotune(a, b, *, top=3, force=False):
         return autotune(cupy.asarray(a), cupy.asarray(b), top=top, force=force)
     dev = device()
     if not force:
-        current = _dispatch(*call.key, call.lines_off)
+        current = _dispatch(*call.key, call.line_starts)
         if current.source == "autotune":
             return current
     key = _tune_key(*call.key)
@@ -336,7 +336,7 @@ def autotune(a, b, *, top=3, force=False):
                 "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")})
     _dispatch.cache_clear()
     _forget_repeats()
-    return _dispatch(*call.key, call.lines_off)
+    return _dispatch(*call.key, call.line_starts)
 
 
 def _close(x, y, kind) -> bool:
@@ -365,7 +365,7 @@ def _tune_key(m, n, k, batch, dtype, a_major, b_major):
 
 
 @lru_cache(maxsize=1024)
-def _dispatch(m, n, k, batch, dtype, a_major, b_major, lines_off=(False, False)):
+def _dispatch(m, n, k, batch, dtype, a_major, b_major, line_starts=("line", "line")):
     """The dispatcher's plan for a shape (and whether its operands' lines start off 128 bytes),
     once per process (a repeated call pays a dict lookup)."""
     from .dispatch import choose
@@ -375,7 +375,7 @@ def _dispatch(m, n, k, batch, dtype, a_major, b_major, lines_off=(False, False))
         gpu, tuned = key.gpu, lookup(key)
     except Exception:   # no GPU: plan() still answers, for the H200
         gpu, tuned = "h200-sxm", None
-    return choose(m, n, k, batch, dtype, gpu=gpu, tuned=tuned, lines_off=lines_off)
+    return choose(m, n, k, batch, dtype, gpu=gpu, tuned=tuned, line_starts=line_starts)
 
 
 @dataclass
@@ -391,10 +391,10 @@ class _Call:
     batched_output: bool     # the result has a batch dimension (an input had one)
 
     @property
-    def lines_off(self) -> tuple[bool, bool]:
-        """Whether A's and B's lines, as the kernel reads them, start off 128-byte boundaries
-        (gemm.dispatch.choose weighs what that costs)."""
-        return _lines_off_128(self.A), _lines_off_128(self.B)
+    def line_starts(self) -> tuple[str, str]:
+        """Where A's and B's lines, as the kernel reads them, start (gemm.limits.LINE_STARTS;
+        gemm.dispatch.choose weighs what lines off 128 bytes cost)."""
+        return _line_start(self.A), _line_start(self.B)
 
     @property
     def key(self) -> tuple:
@@ -405,16 +405,16 @@ class _Call:
                 "mn" if a_order == "col" else "k", "k" if b_order == "col" else "mn")
 
 
-def _lines_off_128(mat: _Matrix) -> bool:
-    """Whether an operand read in place has lines that start off 128-byte boundaries (its base
-    or its line pitch); one copied first (gemm.padding: host arrays, lines TMA cannot address)
+def _line_start(mat: _Matrix) -> str:
+    """Where an operand read in place has its lines start (gemm.limits.line_start of its base
+    and its line pitch); one copied first (gemm.padding: host arrays, lines TMA cannot address)
     gets lines 128 bytes apart."""
     major, ld = _majorness(mat)
     if mat.kind == "numpy" or major is None or not tma_addressable(mat.address, ld):
-        return False
+        return "line"
     rows, cols = mat.shape[-2:]
     lines = rows if major == "row" else cols
-    return bool(mat.address % 128 or (lines > 1 and (ld * 2) % 128))
+    return line_start(mat.address, ld * INPUT_BYTES if lines > 1 else 0)
 
 
 def _operands(a, b, out) -> _Call:

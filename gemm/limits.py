@@ -5,6 +5,7 @@ from the CUDA programming guide ("Compute capability 9.0") and the PTX ISA. The
 schedule validates against them, the kernels size themselves by them and the
 simulator's profiles take them as defaults. Pure Python.
 """
+import math
 
 # Shared memory: 228 KB per SM, of which 1 KB is reserved per resident block; a block
 # may opt into at most 227 KB of dynamic shared memory.
@@ -64,6 +65,25 @@ def tma_addressable(address: int, *strides: int) -> bool:
     rows', and a batch's matrices') are given: a 16-byte aligned base and every stride a whole
     number of 16 bytes."""
     return address % TMA_ALIGNMENT_BYTES == 0 and all(tma_row_aligned(s) for s in strides)
+
+
+# The L2 serves 128-byte lines in 32-byte sectors. A 128-byte box row of an operand whose lines
+# start on a line is one request of four sectors; one whose lines start on a sector inside a line
+# touches four sectors of two lines; one whose lines start inside a sector, five of two lines.
+# The last costs the L2 several clocks a row, the second fewer (sim: l2_misaligned_row_clk,
+# l2_line_straddle_row_clk).
+L2_LINE_BYTES = 128
+L2_SECTOR_BYTES = 32
+LINE_STARTS = ("line", "sector", "inside a sector")
+
+
+def line_start(*offsets: int) -> str:
+    """Where lines start (LINE_STARTS) whose first bytes lie at `offsets` and at any sums of
+    them (a base address and a line pitch, in bytes)."""
+    grain = math.gcd(L2_LINE_BYTES, *offsets)
+    if grain == L2_LINE_BYTES:
+        return "line"
+    return "sector" if grain % L2_SECTOR_BYTES == 0 else "inside a sector"
 
 
 # A programmatic dependent launch lets the next kernel be scheduled once its producers have issued

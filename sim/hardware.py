@@ -128,10 +128,15 @@ class GpuProfile:
                                     "l2_sm_bytes_per_ns / clock_ghz when that is set")
     l2_request_clk: float = _p(2.0, "derived", "a request's port time in SM clocks", "l2_request_ns x clock_ghz")
     l2_misaligned_row_clk: float = _p(4.7, "measured", "SM clocks the L2 side spends on each box row an SM itself "
-                                      "requests (its own part of a multicast box) whose line does not start on a "
-                                      "128-byte boundary (the row straddles two cache lines): a throughput limit "
-                                      "beside the port, not in a load's latency; 0 takes such rows as free",
+                                      "requests (its own part of a multicast box) whose line starts inside a "
+                                      "32-byte sector (the row's 128 bytes touch five sectors of two cache "
+                                      "lines): a throughput limit beside the port, not in a load's latency; 0 "
+                                      "takes such rows as free",
                                       "python -m experiments.research.line_pitch (sim/profiles/h200-sxm.json)")
+    l2_line_straddle_row_clk: float = _p(0.0, "measured", "the same for a box row whose line starts on a 32-byte "
+                                         "sector but inside a 128-byte line (its four sectors lie in two lines)",
+                                         "python -m experiments.research.line_pitch --summarize-sectors "
+                                         "(sim/profiles/h200-sxm.json)")
     l2_read_bytes_per_clk: float = _p(8448.0, "derived", "aggregate L2 read bytes per SM clock",
                                       "l2_read_tbs (or the ports' sum) / clock_ghz")
     l2_miss_port_factor: float = _p(0.4, "measured", "extra port time of a byte that misses L2, as a multiple "

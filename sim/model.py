@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
+from gemm.limits import line_start
 from gemm.schedule import INPUT_BYTES, Schedule, ScheduleError
 
 from . import call, reuse as reuse_layer
@@ -99,7 +100,7 @@ def predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,
     `line_pitch`: (A's, B's) distance between lines in elements, as the kernel reads them
     (default: contiguous operands, K each; gemm.matmul copies lines that are not 16-byte
     multiples into 128-byte ones): a pitch off 128 bytes costs each box row the L2's
-    `l2_misaligned_row_clk` (hardware_floors).
+    `l2_line_straddle_row_clk` or `l2_misaligned_row_clk` (line_starts, hardware_floors).
     `registers`: the built kernel's registers per thread (ptxas, or the CUDA occupancy API's
     view of it) instead of the model's estimate (accumulators + reg_overhead, or setmaxnreg's
     launch count): residency follows the real kernel.
@@ -208,7 +209,7 @@ def _predict(s: Schedule, m: int, n: int, k: int, prof: GpuProfile, dtype: str =
     # 5. floors over the SMs the grid keeps busy
     flops = 2.0 * m * n * k * batch
     flops_done, l2_time, floors = hardware_floors(s, lg, traffic, prof, busy_sms, loads, mmas,
-                                                  misaligned_lines(line_pitch or (k, k)))
+                                                  line_starts(line_pitch or (k, k)))
     per_sm_peak = prof.tensor_flops_per_clk * hz
     busy_s = max(sim_s, *floors.values())
     kernel_s = busy_s + hbm_paced_share(floors, busy_s) * prof.hbm_stream_fixed_us * 1e-6 + prof.launch_us * 1e-6
@@ -289,23 +290,24 @@ def hbm_paced_share(floors: dict, busy_s: float) -> float:
     return min(1.0, max(0.0, (u - HBM_PACED_FROM) / (1.0 - HBM_PACED_FROM)))
 
 
-def misaligned_lines(line_pitch: tuple[int, int]) -> tuple[bool, bool]:
-    """Whether A's and B's lines, `line_pitch` elements apart, as the kernel reads them, start
-    off 128-byte boundaries (a line whose pitch is not a 16-byte multiple is copied into one
+def line_starts(line_pitch: tuple[int, int]) -> tuple[str, str]:
+    """Where A's and B's lines, `line_pitch` elements apart, as the kernel reads them, start
+    (gemm.limits.LINE_STARTS; a line whose pitch is not a 16-byte multiple is copied into one
     that is a 128-byte multiple first: gemm.padding.pitch_for)."""
-    def off(pitch):
+    def start(pitch):
         nbytes = pitch * INPUT_BYTES
-        return nbytes % 16 == 0 and nbytes % 128 != 0
-    return off(line_pitch[0]), off(line_pitch[1])
+        return "line" if nbytes % 16 else line_start(nbytes)
+    return start(line_pitch[0]), start(line_pitch[1])
 
 
 def hardware_floors(s: Schedule, lg, traffic: dict, prof: GpuProfile, busy_sms: int, loads: bool = True,
-                    mmas: bool = True, misaligned: tuple[bool, bool] = (False, False)) -> tuple[float, float, dict]:
+                    mmas: bool = True, starts: tuple[str, str] = ("line", "line")) -> tuple[float, float, dict]:
     """(FLOPs the tensor cores execute, L2 -> SM port seconds, {floor: seconds}): the least time
     the busy SMs' tensor cores (edge tiles compute in full), their L2 -> SM ports (bytes and
     requests) and HBM need. A load-free loop has no memory floor, a WGMMA-free one no tensor floor.
-    `misaligned` (A, B): operands whose lines start off 128-byte boundaries; each box row an SM
-    requests of them (its own part of a multicast box) takes the L2 `l2_misaligned_row_clk`."""
+    `starts` (A, B): where the operands' lines start (line_starts); each box row an SM requests of
+    one whose lines start off a 128-byte line (its own part of a multicast box) takes the L2
+    `l2_line_straddle_row_clk` (on a sector) or `l2_misaligned_row_clk` (inside one)."""
     hz = prof.clock_ghz * 1e9
     flops_done = 2.0 * lg.units * s.block_m * s.block_n * lg.k_iters * s.block_k
     share_a, share_b = multicast_port_share(prof, s.cluster_n), multicast_port_share(prof, s.cluster_m)
@@ -328,11 +330,13 @@ def hardware_floors(s: Schedule, lg, traffic: dict, prof: GpuProfile, busy_sms: 
                              traffic["hbm_write_bytes"] / prof.hbm_write_bytes_per_s()),
         "TMA zero fill": oob_rows * prof.tma_oob_row_ns * 1e-9 / busy_sms,
     }
-    if any(misaligned) and prof.l2_misaligned_row_clk:
-        # the rows of a K tile's boxes that straddle two lines (A along M, B along N), per SM
-        rows = lg.units * lg.k_iters * (misaligned[0] * lg.a_rows / s.cluster_n
-                                        + misaligned[1] * lg.b_rows / s.cluster_m)
-        floors["L2 misaligned lines"] = rows * prof.l2_misaligned_row_clk / busy_sms / hz
+    row_clk = {"line": 0.0, "sector": prof.l2_line_straddle_row_clk, "inside a sector": prof.l2_misaligned_row_clk}
+    a_clk, b_clk = row_clk[starts[0]], row_clk[starts[1]]
+    if a_clk or b_clk:
+        # the L2's clocks for the rows of the K tiles' boxes that straddle two lines (A along M,
+        # B along N), per SM
+        clocks = lg.units * lg.k_iters * (a_clk * lg.a_rows / s.cluster_n + b_clk * lg.b_rows / s.cluster_m)
+        floors["L2 misaligned lines"] = clocks / busy_sms / hz
     if not loads:  # only the first fill and C move: no memory floor binds
         l2_time = 0.0
         floors = {"tensor cores": floors["tensor cores"]}

@@ -280,22 +280,24 @@ def test_probed_launcher_keeps_each_launchs_stamps_apart():
         run(a, b, 3)
 
 
-@pytest.mark.parametrize("offset", [0, 8], ids=["pitch", "offset"])
-def test_lines_off_128_bytes_are_read_in_place_and_weighed(offset):
+@pytest.mark.parametrize("offset,pitch,source", [(0, 4104, "model"), (8, 4160, "model"), (16, 4160, "table")],
+                         ids=["pitch", "offset", "sector"])
+def test_lines_off_128_bytes_are_read_in_place_and_weighed(offset, pitch, source):
     """Operands whose lines start off 128-byte boundaries (a pitch of 4104 elements, or a view
-    starting 8 elements into 128-byte lines) are read in place, right to every element; the
-    dispatcher knows their lines are off and, at this size, ranks with the model."""
+    starting 8 or 16 elements into 128-byte lines) are read in place, right to every element; the
+    dispatcher knows where their lines start and, at this size, ranks with the model where they
+    start inside a 32-byte sector, keeps the table's choice where they start on one."""
     import torch
 
     import gemm
     m, n, k = 4096, 4096, 4096
-    pitch = k + 8 if offset == 0 else k + 64
     g = torch.Generator(device="cuda").manual_seed(3)
     a_buf = (torch.randn(m, pitch, generator=g, device="cuda") * k ** -0.25).half()
     w_buf = (torch.randn(n, pitch, generator=g, device="cuda") * k ** -0.25).half()
     a, b = a_buf[:, offset:offset + k], w_buf[:, offset:offset + k].t()
     plan = gemm.plan(a, b)
-    assert plan.source == "model" and "lines off 128 bytes" in plan.detail, plan
+    assert plan.source == source, plan
+    assert source == "table" or "lines off 128 bytes" in plan.detail, plan
     out = poisoned(m, n, "float16")
     c = gemm.matmul(a, b, out=out)
     _check(c, a, b, "float16")

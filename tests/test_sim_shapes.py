@@ -394,8 +394,9 @@ def test_lines_off_128_bytes_cost_the_rows_each_sm_requests(g):
     large unclustered kernel; a cluster that multicasts B requests half of B's rows per SM and
     slows less; a pitch that is not a 16-byte multiple is copied into a 128-byte one, so costs
     nothing here; contiguous aligned K is the default."""
-    from sim.model import misaligned_lines
-    assert misaligned_lines((2056, 2048)) == (True, False) and misaligned_lines((4099, 4096)) == (False, False)
+    from sim.model import line_starts
+    assert line_starts((2056, 2048)) == ("inside a sector", "line") and line_starts((4099, 4096)) == ("line", "line")
+    assert line_starts((2064, 2000)) == ("sector", "sector")
     v7 = preset("v7")
     def slowdown(s):
         aligned = sim.fast_predict(s, 5632, 3072, 2048, gpu=g).ms
@@ -405,3 +406,6 @@ def test_lines_off_128_bytes_cost_the_rows_each_sm_requests(g):
     free = dataclasses.replace(g, l2_misaligned_row_clk=0.0)
     assert sim.fast_predict(v7, 5632, 3072, 2048, gpu=free, line_pitch=(2056, 2056)).ms == pytest.approx(
         sim.fast_predict(v7, 5632, 3072, 2048, gpu=free).ms)
+    # lines that start on a 32-byte sector cost less than lines that start inside one
+    sector = sim.fast_predict(v7, 5632, 3072, 2048, gpu=g, line_pitch=(2064, 2064)).ms
+    assert 1.0 <= sector / sim.fast_predict(v7, 5632, 3072, 2048, gpu=g).ms < 1.1 < plain

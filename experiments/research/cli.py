@@ -27,10 +27,16 @@ def run(doc: str, dump, summarize, print_summary, csv_rows, argv=None) -> None:
     """The usual main of a study: `--dump` measures (dump(path)), then the record (the dump's or
     --summarize's) is summarized and printed; with `--csv`, csv_rows(summary, record) gives the
     rows and the header's first line, and the record's provenance (gpu, driver, date) its second."""
-    from experiments.paths import write_csv
     args = parse(dump_summarize_parser(doc, "measure and write the record here"), argv)
     if args.dump:
         dump(args.dump)
+    report(args, summarize, print_summary, csv_rows)
+
+
+def report(args: argparse.Namespace, summarize, print_summary, csv_rows) -> None:
+    """Summarize the record (the dump's or --summarize's) and print it; with `--csv`, write
+    csv_rows(summary, record)'s rows under its header line and the record's provenance."""
+    from experiments.paths import write_csv
     s = summarize(args.record)
     print_summary(s)
     if args.csv:

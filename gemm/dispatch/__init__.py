@@ -12,16 +12,18 @@
 
 The table was measured on operands whose lines start on 128-byte boundaries. Lines that start
 off them (a pitch of 16-byte but not 128-byte multiples, or an offset view, read in place) make
-each box row straddle two cache lines, which costs unclustered tiles up to 1.8x and clustered
-ones ~6% (the profile's l2_misaligned_row_clk); where the model says that costs the table's
-choice more than MISALIGNED_MARGIN on a product of at least MISALIGNED_MIN_MS (the sizes the
-cost was measured at), the model ranks the candidates with the cost instead.
+each box row straddle two cache lines: where they start inside a 32-byte sector that costs
+unclustered tiles up to 1.8x and clustered ones ~6% (the profile's l2_misaligned_row_clk), on a
+sector 2-13% (l2_line_straddle_row_clk). Where the model says that costs the table's choice more
+than MISALIGNED_MARGIN on a product of at least MISALIGNED_MIN_MS (the sizes the cost was
+measured at), the model ranks the candidates with the cost instead.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..schedule import Schedule, from_spec, preset
+from ..limits import L2_SECTOR_BYTES
+from ..schedule import INPUT_BYTES, Schedule, from_spec, preset
 from . import table
 from .candidates import candidates
 
@@ -47,40 +49,45 @@ class Plan:
 
 
 def choose(m: int, n: int, k: int, batch: int = 1, dtype: str = "float16", gpu: str = "h200-sxm",
-           tuned: dict | None = None, lines_off: tuple[bool, bool] = (False, False)) -> Plan:
+           tuned: dict | None = None, line_starts: tuple[str, str] = ("line", "line")) -> Plan:
     """The schedule for one product shape on `gpu` (a profile name: h200-sxm, h100-sxm).
-    `tuned` is the autotune cache's entry for the shape, if the caller has one; `lines_off`
-    whether A's and B's lines, as the kernel reads them, start off 128-byte boundaries."""
+    `tuned` is the autotune cache's entry for the shape, if the caller has one; `line_starts`
+    where A's and B's lines, as the kernel reads them, start (gemm.limits.LINE_STARTS)."""
     if tuned is not None:
         return Plan(from_spec(tuned["schedule"]), "autotune",
                     f"fastest of {len(tuned.get('timed_ms', {}))} timed on this GPU ({tuned.get('date', '?')})")
     table_gpu = gpu if table.load(gpu) else TABLE_FOR.get(gpu, gpu)
     hit = table.lookup(table_gpu, m, n, k, batch, dtype)
-    pitch = model_line_pitch(k, lines_off)
+    pitch = model_line_pitch(k, line_starts)
+    lines_off = line_starts != ("line", "line")
     if hit is not None:
         spec, source = hit
         plan = Plan(from_spec(spec), "table", f"{table_gpu} bucket of {m}x{n}x{k}" + (f", {source}" if source else ""))
-        if not any(lines_off):
+        if not lines_off:
             return plan
         costs = _misaligned_cost(plan.schedule, m, n, k, batch, dtype, gpu, pitch)
         if costs is None or costs[1] < MISALIGNED_MIN_MS or costs[1] < MISALIGNED_MARGIN * costs[0]:
             return plan
-    ranked = ranking(m, n, k, batch, dtype, gpu, line_pitch=pitch if any(lines_off) else None)
+    ranked = ranking(m, n, k, batch, dtype, gpu, line_pitch=pitch if lines_off else None)
     default = DEFAULT_BATCHED if batch > 1 else DEFAULT_SCHEDULE
     if ranked is None:
         return Plan(default, "default", "no table entry, and the model could not be imported")
     if not ranked:
         return Plan(default, "default", "no candidate the model can place on this GPU")
     best, ms = ranked[0]
-    why = "lines off 128 bytes, which the table's measurements did not have; " if any(lines_off) else ""
+    why = "lines off 128 bytes, which the table's measurements did not have; " if lines_off else ""
     return Plan(best, "model", f"{why}predicted {ms * 1e3:.1f} us, fastest of {len(ranked)} candidates")
 
 
-def model_line_pitch(k: int, lines_off: tuple[bool, bool]) -> tuple[int, int]:
-    """A line pitch (elements) standing for each operand's in the model (sim.model.misaligned_lines):
-    off 128 bytes where `lines_off` says so, else on them."""
+# A pitch (elements) past a 128-byte multiple whose lines start where each of LINE_STARTS says
+PITCH_PAST_A_LINE = {"line": 0, "sector": L2_SECTOR_BYTES // INPUT_BYTES, "inside a sector": 16 // INPUT_BYTES}
+
+
+def model_line_pitch(k: int, line_starts: tuple[str, str]) -> tuple[int, int]:
+    """A line pitch (elements) standing for each operand's in the model (sim.model.line_starts):
+    lines that start where `line_starts` says."""
     aligned = -(-k // 64) * 64
-    return tuple(aligned + 8 if off else aligned for off in lines_off)
+    return tuple(aligned + PITCH_PAST_A_LINE[start] for start in line_starts)
 
 
 def _misaligned_cost(s: Schedule, m, n, k, batch, dtype, gpu, pitch):
@@ -89,7 +96,7 @@ def _misaligned_cost(s: Schedule, m, n, k, batch, dtype, gpu, pitch):
         from sim import fast_predict
     except ImportError:
         return None
-    aligned = model_line_pitch(k, (False, False))
+    aligned = model_line_pitch(k, ("line", "line"))
     return tuple(fast_predict(s, m, n, k, gpu=gpu, dtype=dtype, batch=batch, line_pitch=p).call["serial_ms"]
                  for p in (aligned, pitch))
 
