@@ -366,8 +366,8 @@ def _tune_key(m, n, k, batch, dtype, a_major, b_major):
 
 @lru_cache(maxsize=1024)
 def _dispatch(m, n, k, batch, dtype, a_major, b_major, line_starts=("line", "line")):
-    """The dispatcher's plan for a shape (and whether its operands' lines start off 128 bytes),
-    once per process (a repeated call pays a dict lookup)."""
+    """The dispatcher's plan for a shape (and where its operands' lines start), once per
+    process (a repeated call pays a dict lookup)."""
     from .dispatch import choose
     from .dispatch.autotune import lookup
     try:

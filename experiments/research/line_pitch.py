@@ -15,7 +15,7 @@ to back run at the host's pace, not the kernel's. The second (SECTOR_CASES, run 
 line that starts on a 32-byte sector cost what one that starts inside a sector does? The call
 back to back (experiments.timing.back_to_back_us, CALLS calls) after REST_S seconds of rest,
 the pitches and kernels interleaved over the rounds, the median kept; every element checked
-first. The record keeps its cases.
+first. The summary reads the cases off the record's keys.
 
 The summary calibrates the profile's two row costs (the L2's time for each box row an SM
 requests of an operand whose lines start off 128 bytes: sim.model.hardware_floors), each on the

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..limits import L2_SECTOR_BYTES
+from ..limits import L2_SECTOR_BYTES, TMA_ALIGNMENT_BYTES
 from ..schedule import INPUT_BYTES, Schedule, from_spec, preset
 from . import table
 from .candidates import candidates
@@ -80,7 +80,8 @@ def choose(m: int, n: int, k: int, batch: int = 1, dtype: str = "float16", gpu: 
 
 
 # A pitch (elements) past a 128-byte multiple whose lines start where each of LINE_STARTS says
-PITCH_PAST_A_LINE = {"line": 0, "sector": L2_SECTOR_BYTES // INPUT_BYTES, "inside a sector": 16 // INPUT_BYTES}
+PITCH_PAST_A_LINE = {"line": 0, "sector": L2_SECTOR_BYTES // INPUT_BYTES,
+                     "inside a sector": TMA_ALIGNMENT_BYTES // INPUT_BYTES}
 
 
 def model_line_pitch(k: int, line_starts: tuple[str, str]) -> tuple[int, int]:
