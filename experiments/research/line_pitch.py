@@ -121,9 +121,9 @@ def summarize(path: Path, gpu: str = "h200-sxm") -> dict:
     for key, times in rec["times_us"].items():
         shape, spec, pitch = key.split("|")
         measured.setdefault((tuple(map(int, shape.split("x"))), spec), {})[int(pitch)] = statistics.median(times)
+    free = dataclasses.replace(early, **{name: 0.0 for name in ROW_COST.values()})
     for (shape, spec), us in measured.items():
         aligned = next(p for p in us if (2 * p) % 128 == 0)
-        free = dataclasses.replace(early, **{name: 0.0 for name in ROW_COST.values()})
         offs = []
         for pitch, start in ((p, line_starts((p, p))[0]) for p in us):
             if start != "line":
