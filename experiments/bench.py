@@ -21,7 +21,7 @@ inputs, each alone in blocks (experiments.timing.time_blocks: 5 warm-up runs, 10
 3 CUDA-event-timed runs, the contenders' blocks alternating, their order turning each round), the median. ratio = ours over
 the faster of torch and cupy (cupy has no bf16: torch alone there). Then each contender's
 calls back to back (ours_b2b_us, cublas_b2b_us: experiments.timing.back_to_back_rounds, the
-contenders in turn over three rounds; for the decode rows their bytes per second as
+GPU held until the host has queued the calls, the contenders in turn over three rounds; for the decode rows their bytes per second as
 a share of a copy's, b2b_hbm_share, beside the one-call hbm_share; a sweep's rows carry the
 two times too). Before and after the
 suite's rows, the host's floor, pace and call time under the same events
@@ -262,7 +262,8 @@ PROTOCOL = ("correctness first (NaN-poisoned output, float64 reference, every el
 SWEEP_PROTOCOL = PROTOCOL + ("; a sweep times each schedule with its own torch and cupy blocks, so every ratio "
                              "compares runs from the same stretch of the GPU's clock; then each schedule's calls "
                              "back to back with its own torch's and cupy's (ours_b2b_us, cublas_b2b_us: 20 calls "
-                             "between one event pair after 3, in 3 rounds whose order turns, the median)")
+                             "between one event pair after 3, the GPU held by a spin kernel until the host has "
+                             "queued them, in 3 rounds whose order turns, the median)")
 
 
 def _write(path: Path, columns, rows, meta, command, protocol=PROTOCOL):

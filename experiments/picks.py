@@ -85,23 +85,26 @@ def picks(shapes: list[dict], sweeps: list[dict], since: str = "", held_out: lis
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--results", type=Path, default=results_dir(), help="the GPU's results folder")
-    p.add_argument("--held-out", type=Path, help="a candidate sweep the table was not made from (default: the "
-                   "sweep-candidates*.csv outside the table's \"from\" measured last)")
+    p.add_argument("--held-out", type=Path, nargs="+", help="candidate sweeps the table was not made from, pooled "
+                   "(default: the sweep-candidates*.csv outside the table's \"from\" measured last)")
     p.add_argument("--shapes", type=Path, help="the dispatcher's rows (default: the results folder's shapes.csv)")
     p.add_argument("--out", type=Path, help="where to write (default: the results folder's picks.csv)")
     args = p.parse_args(argv)
     shapes_csv = args.shapes or args.results / "shapes.csv"
     made = json.loads((TABLES / f"{args.results.name}.json").read_text())   # the sweeps the table was made from
     sweep_paths = [REPO / path for path in made["from"]]   # relative to the repository (or absolute)
-    held_out = args.held_out or max((path for path in args.results.glob("sweep-candidates*.csv")
-                                     if path.resolve() not in {q.resolve() for q in sweep_paths}),
-                                    key=lambda path: max(r.get("date") or "" for r in read_rows(path)), default=None)
+    newest = max((path for path in args.results.glob("sweep-candidates*.csv")
+                  if path.resolve() not in {q.resolve() for q in sweep_paths}),
+                 key=lambda path: max(r.get("date") or "" for r in read_rows(path)), default=None)
+    held_out = args.held_out or ([newest] if newest else [])
     rows = picks(read_rows(shapes_csv), [r for path in sweep_paths for r in read_rows(path)],
-                 made.get("since", ""), read_rows(held_out) if held_out else None, made.get("by", "one-call"))
+                 made.get("since", ""), [r for path in held_out for r in read_rows(path)] or None,
+                 made.get("by", "one-call"))
+    held_names = " and ".join(path.name for path in held_out) or "no sweep"
     out = args.out or args.results / "picks.csv"
     write_csv(out, rows, [f"derived by python -m experiments.picks from {shapes_csv.name}, the sweeps the table was made "
                           f"from ({', '.join(path.name for path in sweep_paths)}) and, held out, "
-                          f"{held_out.name if held_out else 'no sweep'}",
+                          f"{held_names}",
                           "pick_over_best: the dispatcher's measured ratio / the best swept candidate's (pooled) ratio",
                           "held_out_pick_over_best: in the held-out sweep, the pick's ratio / the best candidate's",
                           "held_out_b2b_pick_over_best: there, the same of the ratios to cuBLAS of the calls back "
@@ -118,7 +121,7 @@ def main(argv=None) -> int:
               f"geomean pick/best {math.exp(sum(map(math.log, scored)) / len(scored)):.3f} -> {out}")
     held = [float(r["held_out_pick_over_best"]) for r in rows if r.get("held_out_pick_over_best")]
     if held:
-        print(f"in the held-out sweep ({held_out.name}), the pick beside the others: {sum(x >= WITHIN for x in held)} "
+        print(f"in the held-out sweep ({held_names}), the pick beside the others: {sum(x >= WITHIN for x in held)} "
               f"of {len(held)} within 3% of the best, geomean {math.exp(sum(map(math.log, held)) / len(held)):.3f}")
     held = [float(r["held_out_b2b_pick_over_best"]) for r in rows if r.get("held_out_b2b_pick_over_best")]
     if held:

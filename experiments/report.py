@@ -142,6 +142,13 @@ def shapes_summary(shapes: list[dict]) -> str:
         if shares:
             memory += (f" Decode rows, {timed}, move A + B + C at {shares[0][0]:.0%} ({shares[0][1]}) to "
                        f"{shares[-1][0]:.0%} ({shares[-1][1]}) of a device-to-device copy's rate.")
+    device = sorted((float(r["cublas_b2b_us"]) / float(r["ours_b2b_us"]), r["name"]) for r in shapes
+                    if r.get("ours_b2b_us") and r.get("cublas_b2b_us"))
+    if device:   # one call between events can time the host; back to back, the device alone
+        behind = [f"{name} {ratio:.2f}" for ratio, name in device if ratio < 0.95]
+        memory += (f" Calls back to back (the device's time, the host kept ahead; cuBLAS's time over ours): "
+                   f"geomean {math.exp(sum(math.log(x) for x, _ in device) / len(device)):.3f} over {len(device)} "
+                   f"shapes, " + (f"below 0.95 on {', '.join(behind)}." if behind else "none below 0.95."))
     return ("**The shape suite** (`python -m experiments.bench`, shapes.csv; ratio = ours over the faster of torch "
             f"and cupy): geomean {geomean:.3f} over {len(ratios)} shapes; " + "; ".join(parts) + "." + memory)
 

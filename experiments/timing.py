@@ -156,14 +156,32 @@ def host_probe(fn, args, calls=1000, rivals: dict | None = None) -> dict:
             "pace_us": round(paces["probe"], 2), "called_us": round(called_us, 2)}
 
 
+# back_to_back_us holds the GPU while the host queues the calls: a one-thread spin kernel ahead of
+# the start event, HOLD_MARGIN times as long as the warm-up says queueing them takes. Without it a
+# call shorter than the host's time to make it (the small products) is timed at the host's pace,
+# and every block counts the host's way to its first launch (~10 us) as the device's.
+HOLD_MARGIN = 2.0
+HOLD_CYCLES_PER_US = 2000   # the spin counts SM clocks; these GPUs run at most ~2 GHz, so it lasts at least that
+HOLD_MAX_US = 50_000
+
+
 def back_to_back_us(fn, calls=30, warmup=10) -> float:
     """Microseconds per call of fn(i), i = 0 .. calls-1, run back to back between one pair of CUDA
-    events after `warmup` calls: the device's time per call when the host keeps ahead of it."""
+    events after `warmup` calls: the device's time per call with the host ahead of it (the GPU
+    held until the calls are queued, when a warm-up measured how long queueing takes)."""
+    import time
+
     import torch
+    host_s = []
     for i in range(warmup):
+        t0 = time.perf_counter()
         fn(i)
+        host_s.append(time.perf_counter() - t0)
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    if host_s:
+        hold_us = min(HOLD_MARGIN * calls * statistics.median(host_s) * 1e6, HOLD_MAX_US)
+        torch.cuda._sleep(int(hold_us * HOLD_CYCLES_PER_US))
     start.record()
     for i in range(calls):
         fn(i)

@@ -82,6 +82,9 @@ def test_a_shape_no_table_covers_goes_to_the_model(monkeypatch, tmp_path):
         table.load.cache_clear()
 
 
+HELD = "2026-12-04T08:00:00+00:00"   # a sweep after back_to_back_us held the GPU for the host
+
+
 def _sweep_row(spec, ratio, ok="True", date="2026-12-01T08:00:00+00:00", name="sq4096"):
     return {"name": name, "m": "4096", "n": "4096", "k": "4096", "batch": "1", "dtype": "float16",
             "schedule": spec, "correct": ok, "ratio": str(ratio), "date": date}
@@ -126,7 +129,7 @@ def test_make_table_by_pace_takes_the_calls_back_to_back_where_the_host_paces_th
     as one call, and one call decides."""
     from experiments import make_table
     def row(name, size, spec, ratio, tflops, b2b_us, cublas_b2b_us):
-        return {**_sweep_row(spec, ratio, name=name), "m": str(size), "n": str(size), "k": str(size),
+        return {**_sweep_row(spec, ratio, name=name, date=HELD), "m": str(size), "n": str(size), "k": str(size),
                 "ours_tflops": str(tflops), "ours_b2b_us": str(b2b_us), "cublas_b2b_us": str(cublas_b2b_us)}
     # 512^3 at 7 TFLOPS is a 38 us call; back to back 9-17 us
     rows = [row("sq512", 512, "v7", 1.10, 7.0, 17.0, 12.0), row("sq512", 512, "v7:cluster_m=2", 1.05, 6.7, 9.0, 12.0),
@@ -196,17 +199,28 @@ def test_make_table_by_back_to_back_compares_the_calls_back_to_back():
     """By one call v7:cluster_m=2 leads; by the calls back to back (cuBLAS's time over ours, the
     geometric mean of two sweeps) v7 does; a row without both times does not count there."""
     from experiments import make_table
-    rows = [dict(_sweep_row("v7", 0.95), ours_b2b_us="186.0", cublas_b2b_us="185.0"),
-            dict(_sweep_row("v7", 0.97), ours_b2b_us="190.0", cublas_b2b_us="191.0"),
-            dict(_sweep_row("v7:cluster_m=2", 1.00), ours_b2b_us="202.0", cublas_b2b_us="185.0"),
-            dict(_sweep_row("v7:cluster_m=2", 0.99), ours_b2b_us="205.0", cublas_b2b_us="191.0"),
-            _sweep_row("v7:block_n=192,stages=4,cluster_m=2", 1.5)]
+    rows = [dict(_sweep_row("v7", 0.95, date=HELD), ours_b2b_us="186.0", cublas_b2b_us="185.0"),
+            dict(_sweep_row("v7", 0.97, date=HELD), ours_b2b_us="190.0", cublas_b2b_us="191.0"),
+            dict(_sweep_row("v7:cluster_m=2", 1.00, date=HELD), ours_b2b_us="202.0", cublas_b2b_us="185.0"),
+            dict(_sweep_row("v7:cluster_m=2", 0.99, date=HELD), ours_b2b_us="205.0", cublas_b2b_us="191.0"),
+            _sweep_row("v7:block_n=192,stages=4,cluster_m=2", 1.5, date=HELD)]
     (spec, names), = make_table.best_per_bucket(rows).values()
     assert spec == "v7:block_n=192,stages=4,cluster_m=2"
     (spec, names), = make_table.best_per_bucket(rows, measure="back-to-back").values()
     assert spec == "v7" and names == ["sq4096"]
     with pytest.raises(ValueError, match="measure"):
         make_table.candidate_ratios(rows, measure="b2b")
+
+
+def test_back_to_back_times_from_before_the_gpu_waited_for_the_host_do_not_count():
+    """Calls back to back timed before back_to_back_us held the GPU while the host queued them
+    (make_table.HELD_B2B_SINCE) timed the host's pace on the small shapes: no back-to-back ratio
+    comes from them, whatever they say; one call still does."""
+    from experiments import make_table
+    old = dict(_sweep_row("v7", 0.95), ours_b2b_us="9.0", cublas_b2b_us="18.0")
+    assert old["date"] < make_table.HELD_B2B_SINCE <= HELD
+    assert make_table._ratio(old, "back-to-back") is None and make_table._ratio(old, "one-call") == 0.95
+    assert make_table._ratio(dict(old, date=HELD), "back-to-back") == pytest.approx(2.0)
 
 
 def test_picks_set_the_dispatchers_choice_beside_the_best_swept_candidate():
@@ -230,9 +244,10 @@ def test_picks_compare_the_calls_back_to_back_where_the_held_out_sweep_timed_the
     it back to back (1.1x the cuBLAS timed after it, against 1.0x)."""
     from experiments.picks import picks
     shapes = [dict(_sweep_row("v7", 1.00), suite="square")]
-    held_out = [dict(_sweep_row("v7", 0.90), ours_b2b_us="18.0", cublas_b2b_us="19.8"),
-                dict(_sweep_row("v7:cluster_m=2", 1.10), ours_b2b_us="20.0", cublas_b2b_us="20.0"),
-                dict(_sweep_row("v2:block_n=192", 2.0, ok="False"), ours_b2b_us="5.0", cublas_b2b_us="20.0")]
+    held_out = [dict(_sweep_row("v7", 0.90, date=HELD), ours_b2b_us="18.0", cublas_b2b_us="19.8"),
+                dict(_sweep_row("v7:cluster_m=2", 1.10, date=HELD), ours_b2b_us="20.0", cublas_b2b_us="20.0"),
+                dict(_sweep_row("v2:block_n=192", 2.0, ok="False", date=HELD), ours_b2b_us="5.0",
+                     cublas_b2b_us="20.0")]
     got, = picks(shapes, [], held_out=held_out)
     assert got["held_out_pick_over_best"] == f"{0.90 / 1.10:.3f}"
     assert got["held_out_b2b_best"] == "v7" and got["held_out_b2b_pick_over_best"] == "1.000"

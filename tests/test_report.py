@@ -49,6 +49,18 @@ def test_the_suite_sentence_gives_the_decode_rows_share_of_the_copy_rate():
     assert "copy" not in report.shapes_summary(rows[2:])
 
 
+def test_the_suite_sentence_names_the_shapes_whose_kernels_trail_back_to_back():
+    """One call between events can time the host; the calls back to back time the device, and the
+    sentence names the shapes where cuBLAS's kernels are more than 5% faster there."""
+    rows = [{"suite": "square", "name": "sq512", "ratio": "1.08", "correct": "True", "ours_b2b_us": "5.5",
+             "cublas_b2b_us": "4.1"},
+            {"suite": "square", "name": "sq4096", "ratio": "1.0", "correct": "True", "ours_b2b_us": "178.6",
+             "cublas_b2b_us": "179.0"}]
+    text = report.shapes_summary(rows)
+    assert "back to back" in text and "over 2 shapes, below 0.95 on sq512 0.75." in text
+    assert "none below 0.95" in report.shapes_summary(rows[1:])
+
+
 def test_the_sustained_sentence_gives_the_dispatchers_schedule_in_both_regimes(tmp_path):
     (tmp_path / "sustained.csv").write_text(
         "# synthetic\nshape,regime,contender,calls_a_block,us_per_call,torch_over_contender,power_w,sm_clock_ghz\n"

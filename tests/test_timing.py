@@ -24,7 +24,10 @@ def fake_torch(monkeypatch):
         def elapsed_time(self, end):
             return end.at - self.at
 
-    cuda = types.SimpleNamespace(Event=Event, synchronize=lambda: None)
+    def sleep(cycles):   # the GPU's spin: holds the stream, recorded as asked
+        clock.setdefault("holds", []).append(cycles)
+
+    cuda = types.SimpleNamespace(Event=Event, synchronize=lambda: None, _sleep=sleep)
     monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
     return clock
 
@@ -85,3 +88,21 @@ def test_back_to_back_rounds_take_turns_and_report_each_ones_median(fake_torch):
     us = back_to_back_rounds({"a": a, "b": b}, [(0,)], rounds=3, calls=4, warmup=1)
     assert [order[i] for i in range(0, len(order), 5)] == ["a", "b", "b", "a", "a", "b"]
     assert us == {"a": pytest.approx(20.0), "b": pytest.approx(20.0)}
+
+
+def test_back_to_back_holds_the_gpu_while_the_host_queues_the_calls(fake_torch):
+    """The GPU spins ahead of the start event for twice the host's time to queue the timed calls
+    (a call that takes the host 2 ms: 10 calls, at least 40 ms of ~2 GHz clocks), so that a call
+    shorter than the host's time to make it is timed at the device's pace; with no warm-up to
+    measure the host by, no hold."""
+    from experiments.timing import HOLD_CYCLES_PER_US, back_to_back_us
+
+    def call(i):
+        fake_torch["ms"] += 0.005
+        time.sleep(0.002)
+
+    assert back_to_back_us(call, calls=10, warmup=3) == pytest.approx(5.0)
+    (cycles,) = fake_torch["holds"]
+    assert 2 * 10 * 2000 * HOLD_CYCLES_PER_US <= cycles < 2 * 10 * 6000 * HOLD_CYCLES_PER_US
+    back_to_back_us(call, calls=10, warmup=0)
+    assert len(fake_torch["holds"]) == 1
