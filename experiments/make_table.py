@@ -47,9 +47,9 @@ MEASURES = ("one-call", "back-to-back", "pace")
 HOST_PACED = 0.5
 
 
-# back-to-back times measured before this the GPU did not wait for the host to queue the calls
-# (experiments.timing.back_to_back_us): where the host paces a shape they are the host's pace, the
-# same for every candidate, and each carried the host's way to the first launch
+# Back-to-back times measured before this date were taken without the GPU waiting for the host to
+# queue the calls (experiments.timing.back_to_back_us): where the host paces a shape they time the
+# host, alike for every candidate, and each block carries the host's way to its first launch.
 HELD_B2B_SINCE = "2026-12-03T19:00:00"
 
 
