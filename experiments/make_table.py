@@ -34,7 +34,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from gemm.dispatch.candidates import SPECS
-from gemm.dispatch.table import TABLES, padded, shape_key
+from gemm.dispatch.table import TABLES, contiguous_lines_off, padded, shape_key
 
 from .paths import REPO, read_rows, results_dir
 
@@ -117,7 +117,7 @@ def best_per_bucket(rows, since: str = "", measure: str = "one-call", padded_sin
     buckets = defaultdict(list)
     for shape, times in by_shape.items():
         name, m, n, k, batch, dtype = shape
-        buckets[shape_key(m, n, k, batch, dtype)].append((name, times))
+        buckets[shape_key(m, n, k, batch, dtype, contiguous_lines_off(n, k))].append((name, times))
     table = {}
     for key, members in buckets.items():
         common = set.intersection(*(set(t) for _, t in members))
@@ -153,7 +153,8 @@ def main(argv=None) -> int:
     rows = [r for path in sweeps for r in read_rows(path)]
     table = best_per_bucket(rows, args.since, args.by, args.padded_since)
     rules = [{"m_bucket": key[0], "n_bucket": key[1], "k_bucket": key[2], "batch_bucket": key[3], "dtype": key[4],
-              "padded": key[5], "schedule": spec, "measured": "fastest measured on " + ", ".join(names)}
+              "padded": key[5], **({"lines_off": True} if key[6] else {}), "schedule": spec,
+              "measured": "fastest measured on " + ", ".join(names)}
              for key, (spec, names) in sorted(table.items())]
     out = TABLES / f"{args.gpu}.json"
     out.write_text(json.dumps({
@@ -165,7 +166,8 @@ def main(argv=None) -> int:
         "by": args.by,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "buckets": "round(2 log2 x) / 2 of M, N, K and the batch; padded: rows TMA cannot address (K or N x 2 "
-                   "bytes not a multiple of 16)",
+                   "bytes not a multiple of 16); lines_off: the operands' lines start off 128-byte lines (K x 2 "
+                   "bytes not a multiple of 128)",
         "rules": rules,
     }, indent=1) + "\n")
     for rule in rules:

@@ -335,6 +335,29 @@ def test_shapes_whose_rows_are_copied_have_rules_of_their_own():
     assert best[table.shape_key(4096, 4096, 4096, 1, "float16")][0] == "v7"        # aligned rows all kept
 
 
+def test_shapes_whose_lines_start_off_128_bytes_have_rules_of_their_own():
+    """odd1000's rows are 2,000 bytes apart, so its lines start inside a 32-byte sector: it shares
+    sq1024's buckets but not its rule (there a clustered tile, whose multicast half-boxes suffer
+    less from straddled lines, was fastest in both held sweeps, where sq1024's is the 64x128 tile).
+    The dispatcher takes such a rule where the call's lines are off 128 bytes, the aligned one
+    where they are not; rows that are copied first (padded) are on 128-byte lines."""
+    from experiments import make_table
+    from gemm.dispatch import choose
+    assert table.contiguous_lines_off(1000, 1000) and table.contiguous_lines_off(4096, 4112)
+    assert not table.contiguous_lines_off(1024, 1024) and not table.contiguous_lines_off(4097, 4099)
+    odd = dict(name="odd1000", m="1000", n="1000", k="1000")
+    sq = dict(name="sq1024", m="1024", n="1024", k="1024")
+    rows = [{**_sweep_row("v7", 1.00), **sq}, {**_sweep_row("v7:cluster_m=2", 0.90), **sq},
+            {**_sweep_row("v7", 0.90), **odd}, {**_sweep_row("v7:cluster_m=2", 1.00), **odd}]
+    best = make_table.best_per_bucket(rows)
+    assert best[table.shape_key(1024, 1024, 1024, 1, "float16")] == ("v7", ["sq1024"])
+    assert best[table.shape_key(1000, 1000, 1000, 1, "float16", lines_off=True)] == ("v7:cluster_m=2", ["odd1000"])
+    inside = ("inside a sector", "inside a sector")
+    off, aligned = choose(1000, 1000, 1000, line_starts=inside), choose(1000, 1000, 1000)
+    assert off.source == aligned.source == "table" and "lines off 128 bytes" in off.detail
+    assert off.schedule.cluster_size == 2 and aligned.schedule.cluster_size == 1
+
+
 def test_the_off_suite_shapes_are_held_out_from_the_table():
     """experiments/shapes-offsuite.json stands for the shapes users run beyond the suite: none
     may fall into a bucket of the shipped table (built from the suite's sweeps), so that its

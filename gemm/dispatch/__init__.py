@@ -10,13 +10,15 @@
   default   a fixed schedule, if the model cannot be imported.
 `Plan` says which answered. Only this package (and gemm.api through it) imports sim.
 
-The table was measured on operands whose lines start on 128-byte boundaries. Lines that start
-off them (a pitch of 16-byte but not 128-byte multiples, or an offset view, read in place) make
-each box row straddle two cache lines: where they start inside a 32-byte sector that costs
+Most of the table was measured on operands whose lines start on 128-byte boundaries. Lines that
+start off them (a pitch of 16-byte but not 128-byte multiples, or an offset view, read in place)
+make each box row straddle two cache lines: where they start inside a 32-byte sector that costs
 unclustered tiles up to 1.8x and clustered ones ~6% (the profile's l2_misaligned_row_clk), on a
-sector 2-13% (l2_line_straddle_row_clk). Where the model says that costs the table's choice more
-than MISALIGNED_MARGIN on a product of at least MISALIGNED_MIN_MS (the sizes the cost was
-measured at), the model ranks the candidates with the cost instead.
+sector 2-13% (l2_line_straddle_row_clk). A bucket whose rule was measured with lines off 128
+bytes (gemm.dispatch.table, `lines_off`) answers such a call as it is. Elsewhere, where the
+model says that cost takes the aligned rule's choice more than MISALIGNED_MARGIN on a product of
+at least MISALIGNED_MIN_MS (the sizes the cost was measured at), the model ranks the candidates
+with the cost instead.
 """
 from __future__ import annotations
 
@@ -57,9 +59,14 @@ def choose(m: int, n: int, k: int, batch: int = 1, dtype: str = "float16", gpu: 
         return Plan(from_spec(tuned["schedule"]), "autotune",
                     f"fastest of {len(tuned.get('timed_ms', {}))} timed on this GPU ({tuned.get('date', '?')})")
     table_gpu = gpu if table.load(gpu) else TABLE_FOR.get(gpu, gpu)
-    hit = table.lookup(table_gpu, m, n, k, batch, dtype)
     pitch = model_line_pitch(k, line_starts)
     lines_off = line_starts != ("line", "line")
+    measured_off = table.lookup(table_gpu, m, n, k, batch, dtype, lines_off=True) if lines_off else None
+    if measured_off is not None:   # a rule measured with lines off 128 bytes: it stands as it is
+        spec, source = measured_off
+        return Plan(from_spec(spec), "table", f"{table_gpu} bucket of {m}x{n}x{k}, lines off 128 bytes"
+                    + (f", {source}" if source else ""))
+    hit = table.lookup(table_gpu, m, n, k, batch, dtype)
     if hit is not None:
         spec, source = hit
         plan = Plan(from_spec(spec), "table", f"{table_gpu} bucket of {m}x{n}x{k}" + (f", {source}" if source else ""))

@@ -3,7 +3,9 @@
 A rule covers a half-octave bucket of M, N and K (and the batch and dtype): a shape whose
 log2(M), log2(N), log2(K), rounded to halves, equal the rule's takes its schedule. Shapes whose
 rows TMA cannot address (K or N x 2 bytes not a multiple of 16: the call copies them, and a C
-stored by TMA goes through a padded stand-in, gemm/padding.py) have rules of their own. The
+stored by TMA goes through a padded stand-in, gemm/padding.py) have rules of their own, and so
+do shapes whose operands' lines start off 128-byte lines (`lines_off`: a box row then straddles
+two L2 lines, which costs tiles unlike one another, gemm.limits.line_start). The
 tables are data, made by `python -m experiments.make_table` from a measured sweep
 (experiments/results/<gpu>/sweep.csv); a shape in no bucket goes to the model.
 """
@@ -14,7 +16,7 @@ import math
 from functools import lru_cache
 from pathlib import Path
 
-from ..limits import tma_row_aligned
+from ..limits import INPUT_BYTES, line_start, tma_row_aligned
 
 TABLES = Path(__file__).with_name("tables")
 
@@ -31,8 +33,15 @@ def padded(n: int, k: int) -> bool:
     return not (tma_row_aligned(k) and tma_row_aligned(n))
 
 
-def shape_key(m: int, n: int, k: int, batch: int, dtype: str) -> tuple:
-    return (bucket(m), bucket(n), bucket(k), bucket(batch), dtype, padded(n, k))
+def contiguous_lines_off(n: int, k: int) -> bool:
+    """Whether a contiguous product's operands (A [M, K] and B^T [N, K], rows K x 2 bytes apart from
+    128-byte-aligned bases, as the bench lays them out) have lines that start off 128-byte lines.
+    Rows TMA cannot address are copied onto 128-byte lines first."""
+    return not padded(n, k) and line_start(k * INPUT_BYTES) != "line"
+
+
+def shape_key(m: int, n: int, k: int, batch: int, dtype: str, lines_off: bool = False) -> tuple:
+    return (bucket(m), bucket(n), bucket(k), bucket(batch), dtype, padded(n, k), lines_off)
 
 
 @lru_cache(maxsize=None)
@@ -45,11 +54,12 @@ def load(gpu: str) -> dict:
     rules = {}
     for rule in table["rules"]:
         key = (rule["m_bucket"], rule["n_bucket"], rule["k_bucket"], rule["batch_bucket"], rule["dtype"],
-               rule.get("padded", False))
+               rule.get("padded", False), rule.get("lines_off", False))
         rules[key] = (rule["schedule"], rule.get("measured", ""))
     return rules
 
 
-def lookup(gpu: str, m: int, n: int, k: int, batch: int, dtype: str):
-    """(schedule spec, source note) for the shape's bucket, or None."""
-    return load(gpu).get(shape_key(m, n, k, batch, dtype))
+def lookup(gpu: str, m: int, n: int, k: int, batch: int, dtype: str, lines_off: bool = False):
+    """(schedule spec, source note) of the shape's bucket's rule for operands whose lines start on
+    128-byte lines, or (`lines_off`) off them; None if the table has no such rule."""
+    return load(gpu).get(shape_key(m, n, k, batch, dtype, lines_off))
