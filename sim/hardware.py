@@ -135,8 +135,8 @@ class GpuProfile:
                                       "python -m experiments.research.line_pitch (sim/profiles/h200-sxm.json)")
     l2_line_straddle_row_clk: float = _p(0.0, "measured", "the same for a box row whose line starts on a 32-byte "
                                          "sector but inside a 128-byte line (its four sectors lie in two lines)",
-                                         "python -m experiments.research.line_pitch --summarize-sectors "
-                                         "(sim/profiles/h200-sxm.json)")
+                                         "python -m experiments.research.line_pitch --summarize RECORD, on a "
+                                         "record of --dump --cases sectors (sim/profiles/h200-sxm.json)")
     l2_read_bytes_per_clk: float = _p(8448.0, "derived", "aggregate L2 read bytes per SM clock",
                                       "l2_read_tbs (or the ports' sum) / clock_ghz")
     l2_miss_port_factor: float = _p(0.4, "measured", "extra port time of a byte that misses L2, as a multiple "
