@@ -123,7 +123,9 @@ def best_per_bucket(rows, since: str = "", measure: str = "one-call", padded_sin
         common = set.intersection(*(set(t) for _, t in members))
         def score(spec):   # geomean over the bucket's shapes of time / that shape's best time
             return math.exp(sum(math.log(t[spec] / min(t.values())) for _, t in members) / len(members))
-        ranked = sorted(common, key=score)
+        # ties (medians of the same rounded ratios) go to the first spec by name: a set's order
+        # changes with the process's string hashing, and the table must not
+        ranked = sorted(common, key=lambda spec: (score(spec), spec))
         if ranked:
             table[key] = (ranked[0], [name for name, _ in members])
     return table

@@ -3,6 +3,7 @@ making a table from a sweep, and the autotune cache (round trip, corrupt and sta
 concurrent writers)."""
 import json
 import multiprocessing
+import os
 import warnings
 
 import pytest
@@ -111,6 +112,20 @@ def test_make_table_pools_a_candidates_measurements():
     assert make_table.best_per_bucket(rows)[key][0] == "v7"
     assert make_table.best_per_bucket(list(reversed(rows)))[key][0] == "v7"
     assert make_table.best_per_bucket(rows, since=later)[key][0] == "v7:cluster_m=2"
+
+
+def test_make_table_breaks_a_tie_by_name_whatever_the_hash_seed():
+    """Two candidates with the same median ratio (llama7b-up's two best, 1.031 each): the rule is
+    the first by name in every process, not whichever a set yields first under its hash seed."""
+    import subprocess
+    import sys
+    code = ("from experiments import make_table; from tests.test_dispatch import _sweep_row; "
+            "rows = [_sweep_row(s, 1.031) for s in ('v7:block_m=256,block_n=128,cluster_n=2', 'v7', "
+            "'v7:cluster_m=2')]; print(next(iter(make_table.best_per_bucket(rows).values()))[0])")
+    picked = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                             env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout.strip()
+              for seed in range(6)}
+    assert picked == {"v7"}
 
 
 def test_make_table_is_not_carried_by_one_outlying_run():
@@ -283,6 +298,18 @@ def test_stream_k_only_where_the_panels_its_tiles_share_fit_in_l2():
     assert not stream_k_keeps_reuse(v7_sk, 256, 4096, 11008)              # two tile rows share B's 90 MB
     side = int((L2_SHARED_REUSE_BYTES // 4) ** 0.5) // 128 * 128          # square A and B of 2-byte elements
     assert stream_k_keeps_reuse(v7_sk, side, side, side) and not stream_k_keeps_reuse(v7_sk, side, side, 2 * side)
+
+
+def test_small_grid_tiles_only_where_128x128_tiles_leave_sms_idle():
+    from gemm.dispatch.candidates import SMALL_GRID_SPECS
+
+    def small(m, n, k, batch=1):
+        return {s.name for s in candidates(m, n, k, batch)} & set(SMALL_GRID_SPECS)
+
+    assert small(512, 512, 512) == small(1000, 1000, 1000) == set(SMALL_GRID_SPECS)   # 16 and 64 tiles
+    assert not small(2048, 2048, 2048)              # 256 tiles of 128x128: the GPU is full
+    assert not small(1024, 1024, 1024, batch=16)    # a batch fills it too
+    assert not small(128, 4096, 11008)              # a decode row: swap-AB's and 64-row tiles' domain
 
 
 def test_no_ring_kernel_is_a_candidate():

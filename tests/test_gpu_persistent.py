@@ -50,6 +50,13 @@ SCHEDULES = {
     "v7-128x64-dsmem-splitk2": preset("v7", block_n=64, stages=8, split_k=2, split_cluster=True),
     "v7-64x128-dsmem-splitk4": preset("v7", block_m=64, block_n=128, consumer_warpgroups=1, stages=6,
                                       producer_registers=0, consumer_registers=0, split_k=4, split_cluster=True),
+    # the small-grid tiles (gemm.dispatch.candidates.SMALL_GRID_SPECS): 64x64 in one warpgroup
+    # (a TMA-stored C box of 64), 64x128 with a WGMMA group in flight, 128x64 sharing A in a cluster
+    "v7-64x64-s8": preset("v7", block_m=64, block_n=64, consumer_warpgroups=1, stages=8,
+                          producer_registers=0, consumer_registers=0),
+    "v7-64x128-s8-inflight": preset("v7", block_m=64, block_n=128, consumer_warpgroups=1, stages=8,
+                                    producer_registers=0, consumer_registers=0, wgmma_in_flight=1),
+    "v7-128x64-s8-cluster-n": preset("v7", block_n=64, stages=8, cluster_n=2),
     "v7-swap-ab-dsmem-splitk4": preset("v7", block_n=16, block_k=128, stages=5, split_k=4, swap_ab=True,
                                        epilogue="direct", producer_registers=0, consumer_registers=0,
                                        split_cluster=True),
@@ -78,7 +85,7 @@ MAJORS = [("row", "row"), ("row", "col"), ("col", "row"), ("col", "col")]
 # swap-AB: the operands trade roles; 128x64 split-K: a narrow N box in every majorness
 ALL_MAJORS = ("v7-cluster-m", "v7-cluster-n", "v7-128x64-s8-splitk2", "v7-swap-ab", "v7-swap-ab-192", "v7-swap-ab-64",
               "v7-swap-ab-splitk4", "v7-swap-ab-stream-k", "v7-128x64-dsmem-splitk2", "v7-swap-ab-dsmem-splitk4",
-              "v7-192-cluster-serpentine", "v7-192-cluster-inflight")
+              "v7-192-cluster-serpentine", "v7-192-cluster-inflight", "v7-64x64-s8", "v7-128x64-s8-cluster-n")
 
 
 def _dtypes(name):

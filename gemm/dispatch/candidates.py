@@ -26,6 +26,19 @@ SWAP_AB = "swap_ab=true,epilogue=direct,producer_registers=0,consumer_registers=
 # SXM's l2_lru_bytes (sim/profiles/h100-sxm.json, the H200's measured capacity scaled by L2 size).
 L2_SHARED_REUSE_BYTES = 30_233_941
 
+# Tiles smaller than 128x128 for products whose 128x128 tiles leave SMs idle, measured back to
+# back (CUPTI) on the H200: at 512^3 the 64x64 tile (64 CTAs) 4.7 us a call against 5.5 for
+# 64x128; at 1024^3 64x128 with a WGMMA group kept in flight 6.6 us against 7.7 waiting for
+# every K tile's; at 1000^3 (lines inside a sector) 128x64 in a cluster sharing A 9.2 us against
+# 9.9 for the clustered 128x128. Offered only there (small_grid): on a full GPU they only add
+# tiles, and for M <= 128 the swap-AB and 64-row tiles hold the rows.
+SMALL_GRID_SPECS = (
+    f"v7:block_m=64,block_n=64,{ONE_WARPGROUP},stages=8",
+    f"v7:block_m=64,block_n=128,{ONE_WARPGROUP},stages=8,wgmma_in_flight=1",
+    "v7:block_n=64,stages=8",
+    "v7:block_n=64,stages=8,cluster_n=2",
+)
+
 SPECS = (
     "v7",                                                        # 128x256, persistent
     "v7:cluster_m=2",                                            # a cluster of 2 sharing B
@@ -69,7 +82,7 @@ SPECS = (
     "v7:block_n=64,stages=8,split_k=2,split_cluster=true",
     f"v7:block_m=64,consumer_warpgroups=1,block_n=16,block_k=128,stages=8,split_k=2,{SWAP_AB},split_cluster=true",
     f"v7:block_m=64,consumer_warpgroups=1,block_n=64,stages=8,split_k=2,{SWAP_AB},split_cluster=true",
-)
+) + SMALL_GRID_SPECS
 # The sweep measured these schedules under the names they had while v7 was the clustered
 # kernel (cluster_m=2); the same fields, named as SPECS names them now.
 RENAMED = {
@@ -115,8 +128,11 @@ def candidates(m: int, n: int, k: int, batch: int = 1, dtype: str = "float16",
     and the panels its tiles share fit in L2 (stream_k_keeps_reuse);
     for a batch, only the kernels that run batches (the producer-warpgroup ones, not
     swap-AB); swap-AB only where one tile of its narrow N holds all of M."""
+    small_grid = m > 128 and -(-m // 128) * -(-n // 128) * batch < sm_count
     out = []
     for s in all_candidates():
+        if s.name in SMALL_GRID_SPECS and not small_grid:
+            continue
         if s.split_k > 1 and k < 4 * s.split_k * s.block_k:
             continue
         if s.stream_k and (-(-m // s.block_m) * -(-n // s.block_n) * batch >= sm_count
