@@ -82,11 +82,23 @@ def picks(shapes: list[dict], sweeps: list[dict], since: str = "", held_out: lis
     return out
 
 
+def one_run_per_shape(sweeps: list[list[dict]]) -> list[dict]:
+    """The held-out rows: each shape's from the last of the sweeps that measured it. A held-out
+    comparison is of candidates timed in one run; a later sweep of a shape may time candidates
+    an earlier one lacked, and pooling their medians would set a candidate's two runs against
+    the newcomers' one."""
+    latest = {}
+    for rows in sweeps:
+        for name in {r["name"] for r in rows}:
+            latest[name] = [r for r in rows if r["name"] == name]
+    return [r for rows in latest.values() for r in rows]
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--results", type=Path, default=results_dir(), help="the GPU's results folder")
-    p.add_argument("--held-out", type=Path, nargs="+", help="candidate sweeps the table was not made from, pooled "
-                   "(default: the sweep-candidates*.csv outside the table's \"from\" measured last)")
+    p.add_argument("--held-out", type=Path, nargs="+", help="candidate sweeps the table was not made from; a shape "
+                   "two of them measured is taken from the later one given (default: the sweep-candidates*.csv outside the table's \"from\" measured last)")
     p.add_argument("--shapes", type=Path, help="the dispatcher's rows (default: the results folder's shapes.csv)")
     p.add_argument("--out", type=Path, help="where to write (default: the results folder's picks.csv)")
     args = p.parse_args(argv)
@@ -98,7 +110,7 @@ def main(argv=None) -> int:
                  key=lambda path: max(r.get("date") or "" for r in read_rows(path)), default=None)
     held_out = args.held_out or ([newest] if newest else [])
     rows = picks(read_rows(shapes_csv), [r for path in sweep_paths for r in read_rows(path)],
-                 made.get("since", ""), [r for path in held_out for r in read_rows(path)] or None,
+                 made.get("since", ""), one_run_per_shape([read_rows(path) for path in held_out]) or None,
                  made.get("by", "one-call"))
     held_names = " and ".join(path.name for path in held_out) or "no sweep"
     out = args.out or args.results / "picks.csv"

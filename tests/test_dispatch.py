@@ -306,7 +306,9 @@ def test_small_grid_tiles_only_where_128x128_tiles_leave_sms_idle():
     def small(m, n, k, batch=1):
         return {s.name for s in candidates(m, n, k, batch)} & set(SMALL_GRID_SPECS)
 
-    assert small(512, 512, 512) == small(1000, 1000, 1000) == set(SMALL_GRID_SPECS)   # 16 and 64 tiles
+    assert small(1024, 1024, 16384) == set(SMALL_GRID_SPECS)                         # 64 tiles
+    split = {spec for spec in SMALL_GRID_SPECS if "split_k" in spec}
+    assert split and small(512, 512, 512) == small(1000, 1000, 1000) == set(SMALL_GRID_SPECS) - split
     assert not small(2048, 2048, 2048)              # 256 tiles of 128x128: the GPU is full
     assert not small(1024, 1024, 1024, batch=16)    # a batch fills it too
     assert not small(128, 4096, 11008)              # a decode row: swap-AB's and 64-row tiles' domain
@@ -396,3 +398,14 @@ def test_the_off_suite_shapes_are_held_out_from_the_table():
     for s in offsuite:
         assert table.lookup("h200-sxm", s["m"], s["n"], s["k"], s["batch"], s["dtype"]) is None, s["name"]
         assert choose(s["m"], s["n"], s["k"], s["batch"], s["dtype"]).source == "model", s["name"]
+
+
+def test_held_out_rows_of_a_shape_come_from_one_run():
+    """Two held-out sweeps of one shape: the later one's rows stand alone (an earlier run's
+    outlier would otherwise lift a candidate's pooled median over one the earlier run lacked)."""
+    from experiments.picks import one_run_per_shape
+    earlier = [_sweep_row("v7", 1.10), _sweep_row("v7", 0.90, name="other")]
+    later = [_sweep_row("v7", 0.95), _sweep_row("v7:cluster_m=2", 1.00)]
+    rows = one_run_per_shape([earlier, later])
+    assert sorted((r["name"], r["schedule"], r["ratio"]) for r in rows) == [
+        ("other", "v7", "0.9"), ("sq4096", "v7", "0.95"), ("sq4096", "v7:cluster_m=2", "1.0")]

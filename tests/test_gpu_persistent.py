@@ -57,6 +57,13 @@ SCHEDULES = {
     "v7-64x128-s8-inflight": preset("v7", block_m=64, block_n=128, consumer_warpgroups=1, stages=8,
                                     producer_registers=0, consumer_registers=0, wgmma_in_flight=1),
     "v7-128x64-s8-cluster-n": preset("v7", block_n=64, stages=8, cluster_n=2),
+    # ... and each 128 deep (two 64-wide K boxes a stage), with 128x128 split in two for K-heavy ones
+    "v7-64x64-bk128": preset("v7", block_m=64, block_n=64, consumer_warpgroups=1, block_k=128, stages=4,
+                             producer_registers=0, consumer_registers=0),
+    "v7-64x128-bk128-inflight": preset("v7", block_m=64, block_n=128, consumer_warpgroups=1, block_k=128,
+                                       stages=4, producer_registers=0, consumer_registers=0, wgmma_in_flight=1),
+    "v7-128x64-bk128-cluster-n": preset("v7", block_n=64, block_k=128, stages=4, cluster_n=2),
+    "v7-128-bk128-splitk2": preset("v7", block_n=128, block_k=128, stages=3, split_k=2),
     "v7-swap-ab-dsmem-splitk4": preset("v7", block_n=16, block_k=128, stages=5, split_k=4, swap_ab=True,
                                        epilogue="direct", producer_registers=0, consumer_registers=0,
                                        split_cluster=True),
@@ -85,7 +92,8 @@ MAJORS = [("row", "row"), ("row", "col"), ("col", "row"), ("col", "col")]
 # swap-AB: the operands trade roles; 128x64 split-K: a narrow N box in every majorness
 ALL_MAJORS = ("v7-cluster-m", "v7-cluster-n", "v7-128x64-s8-splitk2", "v7-swap-ab", "v7-swap-ab-192", "v7-swap-ab-64",
               "v7-swap-ab-splitk4", "v7-swap-ab-stream-k", "v7-128x64-dsmem-splitk2", "v7-swap-ab-dsmem-splitk4",
-              "v7-192-cluster-serpentine", "v7-192-cluster-inflight", "v7-64x64-s8", "v7-128x64-s8-cluster-n")
+              "v7-192-cluster-serpentine", "v7-192-cluster-inflight", "v7-64x64-s8", "v7-128x64-s8-cluster-n",
+              "v7-64x64-bk128", "v7-128x64-bk128-cluster-n")
 
 
 def _dtypes(name):

@@ -32,11 +32,20 @@ L2_SHARED_REUSE_BYTES = 30_233_941
 # every K tile's; at 1000^3 (lines inside a sector) 128x64 in a cluster sharing A 9.2 us against
 # 9.9 for the clustered 128x128. Offered only there (small_grid): on a full GPU they only add
 # tiles, and for M <= 128 the swap-AB and 64-row tiles hold the rows.
+# A small grid's K loop pays ~0.1 us a K tile beyond its WGMMAs (the full barrier's wait, the
+# WGMMA group's), so each tile also comes 128 deep (two 64-wide boxes a stage, half the ring's
+# stages): 512^3 64x64 4.34 us against 4.76, 1024^3 128x64 6.25 against 6.89, and 1024 x 1024 x
+# 16384 split in two 53.8 against 56.4 (docs/research/notes.md item 170).
 SMALL_GRID_SPECS = (
     f"v7:block_m=64,block_n=64,{ONE_WARPGROUP},stages=8",
     f"v7:block_m=64,block_n=128,{ONE_WARPGROUP},stages=8,wgmma_in_flight=1",
     "v7:block_n=64,stages=8",
     "v7:block_n=64,stages=8,cluster_n=2",
+    f"v7:block_m=64,block_n=64,{ONE_WARPGROUP},block_k=128,stages=4",
+    f"v7:block_m=64,block_n=128,{ONE_WARPGROUP},block_k=128,stages=4,wgmma_in_flight=1",
+    "v7:block_n=64,block_k=128,stages=4",
+    "v7:block_n=64,block_k=128,stages=4,cluster_n=2",
+    "v7:block_n=128,block_k=128,stages=3,split_k=2",
 )
 
 SPECS = (
