@@ -46,6 +46,7 @@ PROFILE_KEYS = ("v1 128x192x64", "v2 128x192x64 s2", "v1 64x256x64", "v2 64x256x
 LOAD_LOOP_CALIBRATION = ("load loop 128x128x64 s2", "load loop 128x128x64 s4", "load loop 128x128x16 s2")
 # what each mode probes (experiments.catalog) and where its rows go
 MODES = {"clock": (catalog.CLOCK_PROBED, "clock.csv"), "mma_loop": (catalog.MMA_LOOPS, "mma_loop.csv"),
+         "mma_loop_small_tiles": (catalog.MMA_LOOPS_SMALL_TILES, "mma_loop_small_tiles.csv"),
          "load_loop": (catalog.LOAD_LOOPS, "load_loop.csv"), "prefetch": (catalog.PREFETCH, "prefetch.csv")}
 
 
@@ -72,8 +73,10 @@ def probe_clock(entry: catalog.Entry, sets, runs=5):
     return statistics.median(all_ghz), per_run, ms, ctas_per_sm, raw
 
 
-def probe_row(name: str, entry: catalog.Entry, ghz, per_run, ms, ctas_per_sm) -> dict:
-    """One row of clock.csv (or its siblings): the kernel, its clock, time and activity per clock."""
+def probe_row(name: str, entry: catalog.Entry, ghz, per_run, ms, ctas_per_sm, records=None) -> dict:
+    """One row of clock.csv (or its siblings): the kernel, its clock, time and activity per clock;
+    with the last run's probe words, also a CTA's own clocks per K tile (start to end, the
+    prologue and epilogue shared out over its K tiles; no launch gaps between CTAs)."""
     sched = entry.schedule
     tf = tflops(8192, 8192, 8192, ms)
     iterations = (8192 // sched.block_m) * (8192 // sched.block_n) * (8192 // sched.block_k)
@@ -95,7 +98,14 @@ def probe_row(name: str, entry: catalog.Entry, ghz, per_run, ms, ctas_per_sm) ->
             "clk_per_iteration_per_sm": f"{ms * 1e-3 * ghz * 1e9 * 132 / iterations:.1f}",
             # activity per SM clock: share of the tensor peak, L2->SM bytes per SM
             "tensor_util_per_clock": f"{tf * 1e12 / (132 * 4096 * ghz * 1e9):.4f}",
-            "l2_bytes_per_sm_clk": f"{l2_bytes / (ms * 1e-3) / (132 * ghz * 1e9):.2f}"}
+            "l2_bytes_per_sm_clk": f"{l2_bytes / (ms * 1e-3) / (132 * ghz * 1e9):.2f}",
+            **({} if records is None else {"cta_clk_per_k_tile": f"{cta_clocks_per_k_tile(records, sched.block_k):.1f}"})}
+
+
+def cta_clocks_per_k_tile(records, block_k: int, k: int = 8192) -> float:
+    """The median CTA's %clock64 cycles from its start to its end over its K tiles."""
+    rec = np.asarray(records).astype(np.int64)
+    return float(np.median(rec[..., 2] - rec[..., 0])) / -(-k // block_k)
 
 
 def main(argv=None):
@@ -107,6 +117,9 @@ def main(argv=None):
     p.add_argument("--profile", type=Path, default=None, help="write the sustained clock into this sim profile")
     p.add_argument("--mma-loop", action="store_true",
                    help="instead: the load-free V1/V2 loop microbenchmark (experiments/results/<gpu>/mma_loop.csv)")
+    p.add_argument("--mma-loop-small-tiles", action="store_true",
+                   help="instead: the load-free warp-specialized loop on the small grids' tiles, one CTA an SM "
+                        "(experiments/results/<gpu>/mma_loop_small_tiles.csv)")
     p.add_argument("--load-loop", action="store_true",
                    help="instead: the WGMMA-free V2 loop microbenchmark (experiments/results/<gpu>/load_loop.csv)")
     p.add_argument("--prefetch", action="store_true",
@@ -118,7 +131,7 @@ def main(argv=None):
     p.add_argument("--match", action="append", default=[], metavar="TEXT",
                    help="only the schedules whose name contains TEXT (repeatable)")
     args = p.parse_args(argv)
-    mode = "mma_loop" if args.mma_loop else "load_loop" if args.load_loop else "prefetch" if args.prefetch else "clock"
+    mode = "mma_loop" if args.mma_loop else "mma_loop_small_tiles" if args.mma_loop_small_tiles else "load_loop" if args.load_loop else "prefetch" if args.prefetch else "clock"
     names, csv_name = MODES[mode]
     args.out = args.out or results_dir(args.gpu) / csv_name
     meta = provenance()
@@ -133,7 +146,7 @@ def main(argv=None):
         ghz, per_run, ms, ctas_per_sm, records = probe_clock(entry, sets)
         if args.dump:
             dumps[name] = records
-        rows.append(probe_row(name, entry, ghz, per_run, ms, ctas_per_sm))
+        rows.append(probe_row(name, entry, ghz, per_run, ms, ctas_per_sm, records))
         bar.write(f"{name}: {ghz:.3f} GHz (runs: {rows[-1]['per_run_ghz']}), {rows[-1]['tflops']} TFLOPS")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     if args.dump:

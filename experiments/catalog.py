@@ -12,6 +12,7 @@ are two spellings of one grammar, and both resolve here:
   MxN | MxNxK              the tile (block_m x block_n [x block_k])
   bkK                      block_k
   sS                       ring depth (stages)
+  wgW                      W consumer warpgroups
   row | column | grouped   raster order
   prefetch P               the producer keeps at most P loads in flight (KernelConfig.prefetch_limit)
   +NKB smem                launched with N KiB of dynamic shared memory it does not use (fewer
@@ -89,6 +90,8 @@ def entry(name: str) -> Entry:
             over["block_k"] = int(w[2:])
         elif re.fullmatch(r"s\d+", w):
             over["stages"] = int(w[1:])
+        elif re.fullmatch(r"wg\d", w):
+            over["consumer_warpgroups"] = int(w[2:])
         elif w == "local":
             over["phase_storage"] = "local"
         elif w == "bf16":
@@ -140,6 +143,17 @@ MMA_LOOPS = ("mma loop 128x128x64 s2", "mma loop 128x128x64 s3", "mma loop 128x1
              "mma loop 128x192x64 s2", "mma loop 64x128x64 s2", "mma loop v3 128x128x64 s2",
              "mma loop v3 128x128x64 s4", "mma loop v4 128x128x64 s4", "mma loop v5 128x128x64 s3",
              "mma loop v5 128x128x64 s4")
+
+# The warp-specialized loop without its loads on the small grids' tiles (one CTA an SM, as a
+# grid smaller than the GPU runs them): 64 and 128 deep K tiles, each K tile's WGMMA group
+# waited for (V3, V4) or one kept in flight (V5). What a K tile costs the consumers beyond its
+# WGMMAs' throughput: the tensor pipe's latency, which a short group waited out exposes.
+MMA_LOOPS_SMALL_TILES = (
+    "mma loop v3 64x64x64 s8", "mma loop v3 64x64x128 s4", "mma loop v5 64x64x64 s8 wg1",
+    "mma loop v5 64x64x128 s4 wg1", "mma loop v3 64x128x64 s8", "mma loop v3 64x128x128 s4",
+    "mma loop v5 64x128x64 s8 wg1", "mma loop v5 64x128x128 s4 wg1", "mma loop v4 128x64x64 s8",
+    "mma loop v4 128x64x128 s4", "mma loop v4 128x128x64 s4", "mma loop v4 128x128x128 s3",
+    "mma loop v5 128x128x64 s4", "mma loop v5 128x256x64 s3")
 
 # The V2 loop with its WGMMAs taken out (the load side alone); raster order on the load side
 # alone; then the warp-specialized handshake (the producer loads, the consumers hand each

@@ -349,16 +349,17 @@ class BlockBarrier:
 
 
 def wgmma_clk(gpu: GpuProfile, n: int, smem_write_bytes: float = 0.0) -> float:
-    """Clocks one m64nNk16 occupies the SM's tensor cores: the math at 4096 FLOP/clk, or the
-    shared-memory traffic at 128 B/clk, the larger: its reads of A (64x16) and B (Nx16), plus
-    `smem_write_bytes`, the TMA writes this instruction's share of the K tile brought in (when
-    the profile has TMA writes share the banks). A narrow N (swap-AB) is bound by the A reads:
-    n16 takes 20 clk for 8 clk of math. fp16 accumulation runs at the same rate [datasheet]."""
+    """Clocks one m64nNk16 occupies the SM's tensor cores: the math at 4096 FLOP/clk, or its
+    operand reads from shared memory at WGMMA's measured rate (~100 B/clk), the larger: A
+    (64x16) and B (Nx16), plus `smem_write_bytes`, the TMA writes this instruction's share of
+    the K tile brought in (when the profile has TMA writes share the banks). Below N = 128 the
+    reads bound it: n64 takes 41 clk for 32 of math, n16 26 for 8. fp16 accumulation runs at
+    the same rate [datasheet]."""
     math_clk = 2 * WGMMA_M * n * WGMMA_K / gpu.tensor_flops_per_clk
     smem = (WGMMA_M + n) * WGMMA_K * INPUT_BYTES
     if gpu.tma_writes_share_smem:
         smem += smem_write_bytes
-    return max(math_clk, smem / gpu.smem_bytes_per_clk)
+    return max(math_clk, smem / gpu.wgmma_smem_bytes_per_clk)
 
 
 def multicast_port_share(gpu: GpuProfile, cluster: int) -> float:

@@ -67,7 +67,7 @@ def steady_sm(s: Schedule, gpu: GpuProfile, ctas: int, k_iters: int, miss_rate: 
         chain = head + issue_load + bar * (s.syncs_per_iter - 1)
         depth_bound = (head + load_trip + try_wait) / s.stages
     else:
-        keep = s.wgmma_in_flight if loads else 0
+        keep = s.wgmma_in_flight   # the load-free loop keeps its groups in flight too
         own = index + try_wait + bar * s.syncs_per_iter + issue_mma + wait_mma + arrive
         # one warpgroup's iteration: its overheads, its group and (W = 0) the group's tail, while
         # the other warpgroups' groups keep the tensor cores busy; with W >= 1 the tail overlaps

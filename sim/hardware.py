@@ -66,10 +66,17 @@ class GpuProfile:
     # ---- tensor cores ----
     tensor_flops_per_clk: int = _p(4096, "datasheet", "dense fp16/bf16 FLOP per SM per clock (4 tensor cores), "
                                    "fp32 or fp16 accumulation alike", "H100 whitepaper")
-    smem_bytes_per_clk: int = _p(128, "datasheet", "shared-memory bandwidth per SM: WGMMA's A and B operand "
-                                 "reads, the epilogue's writes", "32 banks x 4 B per clock")
+    smem_bytes_per_clk: int = _p(128, "datasheet", "shared-memory bandwidth per SM: the epilogue's writes",
+                                 "32 banks x 4 B per clock")
+    wgmma_smem_bytes_per_clk: int = _p(100, "measured", "the rate WGMMA reads its A and B operands from shared "
+                                       "memory: what bounds an instruction narrower than N = 128",
+                                       f"the load-free warp-specialized loop at one CTA an SM "
+                                       f"({RESULTS}/mma_loop_small_tiles.csv): one warpgroup's m64n64k16 takes 40.5 "
+                                       "clocks a K tile's instruction waiting for each group, 41.5 with one in "
+                                       "flight (64 and 128 deep K tiles: the slopes), for 4 KB of operands; "
+                                       "N = 128 and 256 run at their math rate (64-68 and 139 clocks)")
     tma_writes_share_smem: bool = _p(False, "measured", "whether TMA's writes into shared memory take WGMMA's "
-                                     "128 B/clk",
+                                     "operand bandwidth",
                                      f"refuted: sharing caps a 128x128x64 K tile at 80% of the tensor peak per "
                                      f"clock; {RESULTS}/clock.csv has V2 128x128x64 s3 at 89.5% and s2 at 87.0%")
     wgmma_issue_clk: int = _p(8, "assumed", "issue of one wgmma.mma_async; only a group's first is on the "

@@ -306,8 +306,8 @@ class Cta:
                 else:
                     done = yield from self._mma(role, g, instructions)
                     in_flight.append((st, done))
-                    yield from self._retire(role, in_flight, s.wgmma_in_flight if self.loads else 0,
-                                            release=self.loads)
+                    # the load-free loop (the kernel's mma_loop_only) keeps its groups in flight too
+                    yield from self._retire(role, in_flight, s.wgmma_in_flight, release=self.loads)
                 if w == 0:
                     self.iter_end.append(self.env.now)
             yield from self._retire(role, in_flight, 0, release=self.loads)

@@ -19,6 +19,8 @@ def test_words_set_the_presets_fields():
     assert catalog.schedule("v3 bk32 s3") == preset("v3", block_k=32, stages=3)
     assert catalog.schedule("v1 64x128x16") == preset("v1", block_m=64, block_k=16)
     assert catalog.schedule("v5 128x256 s4 grouped").raster == "grouped"
+    assert catalog.schedule("v5 64x128x128 s4 wg1") == preset("v5", block_m=64, block_n=128, block_k=128, stages=4,
+                                                             consumer_warpgroups=1, raster="column")
 
 
 def test_loops_pads_prefetch_and_aliases():
@@ -47,10 +49,19 @@ def test_names_outside_the_grammar_are_refused(name):
 
 
 def test_every_named_set_resolves_without_duplicates():
-    for names in (catalog.GEMMS, catalog.CLOCK_PROBED, catalog.MMA_LOOPS, catalog.LOAD_LOOPS, catalog.PREFETCH,
-                  catalog.SEED_CASE, tuple(catalog.ALIASES)):
+    for names in (catalog.GEMMS, catalog.CLOCK_PROBED, catalog.MMA_LOOPS, catalog.MMA_LOOPS_SMALL_TILES,
+                  catalog.LOAD_LOOPS, catalog.PREFETCH, catalog.SEED_CASE, tuple(catalog.ALIASES)):
         assert len(set(names)) == len(names)
         table = catalog.schedules(names)
         assert list(table) == list(names)
-    assert {catalog.entry(n).kind for n in catalog.MMA_LOOPS} == {"mma"}
+    assert {catalog.entry(n).kind for n in catalog.MMA_LOOPS + catalog.MMA_LOOPS_SMALL_TILES} == {"mma"}
     assert {catalog.entry(n).kind for n in catalog.LOAD_LOOPS} == {"load"}
+
+
+def test_a_ctas_clocks_per_k_tile_come_from_its_own_stamps():
+    """calibrate_clock's cta_clk_per_k_tile: the median CTA's start-to-end clock64 over its K
+    tiles (words: start clock, start ns, end clock, end ns, SM), whatever the others' spans."""
+    from experiments.calibrate_clock import cta_clocks_per_k_tile
+    records = [[1000, 0, 1000 + 12800, 0, 0], [5000, 0, 5000 + 25600, 0, 1], [0, 0, 12800, 0, 2]]
+    assert cta_clocks_per_k_tile(records, 64) == 100.0          # 8192 / 64 = 128 K tiles
+    assert cta_clocks_per_k_tile(records, 128) == 200.0
