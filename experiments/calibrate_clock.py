@@ -99,7 +99,8 @@ def probe_row(name: str, entry: catalog.Entry, ghz, per_run, ms, ctas_per_sm, re
             # activity per SM clock: share of the tensor peak, L2->SM bytes per SM
             "tensor_util_per_clock": f"{tf * 1e12 / (132 * 4096 * ghz * 1e9):.4f}",
             "l2_bytes_per_sm_clk": f"{l2_bytes / (ms * 1e-3) / (132 * ghz * 1e9):.2f}",
-            **({} if records is None else {"cta_clk_per_k_tile": f"{cta_clocks_per_k_tile(records, sched.block_k):.1f}"})}
+            **({} if records is None
+               else {"cta_clk_per_k_tile": f"{cta_clocks_per_k_tile(records, sched.block_k):.1f}"})}
 
 
 def cta_clocks_per_k_tile(records, block_k: int, k: int = 8192) -> float:
@@ -131,7 +132,8 @@ def main(argv=None):
     p.add_argument("--match", action="append", default=[], metavar="TEXT",
                    help="only the schedules whose name contains TEXT (repeatable)")
     args = p.parse_args(argv)
-    mode = "mma_loop" if args.mma_loop else "mma_loop_small_tiles" if args.mma_loop_small_tiles else "load_loop" if args.load_loop else "prefetch" if args.prefetch else "clock"
+    mode = next((name for name, on in (("mma_loop", args.mma_loop), ("mma_loop_small_tiles", args.mma_loop_small_tiles),
+                                       ("load_loop", args.load_loop), ("prefetch", args.prefetch)) if on), "clock")
     names, csv_name = MODES[mode]
     args.out = args.out or results_dir(args.gpu) / csv_name
     meta = provenance()

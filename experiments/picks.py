@@ -97,8 +97,10 @@ def one_run_per_shape(sweeps: list[list[dict]]) -> list[dict]:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--results", type=Path, default=results_dir(), help="the GPU's results folder")
-    p.add_argument("--held-out", type=Path, nargs="+", help="candidate sweeps the table was not made from; a shape "
-                   "two of them measured is taken from the later one given (default: the sweep-candidates*.csv outside the table's \"from\" measured last)")
+    p.add_argument("--held-out", type=Path, nargs="+",
+                   help="candidate sweeps the table was not made from; a shape two of them measured is taken from "
+                        "the later one given (default: the sweep-candidates*.csv outside the table's \"from\" "
+                        "measured last)")
     p.add_argument("--shapes", type=Path, help="the dispatcher's rows (default: the results folder's shapes.csv)")
     p.add_argument("--out", type=Path, help="where to write (default: the results folder's picks.csv)")
     args = p.parse_args(argv)
