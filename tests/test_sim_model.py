@@ -252,9 +252,15 @@ def test_seed_v2_reason_is_visible(seed):
 MMA_LOOP_CALIBRATION = ("mma loop 128x128x64 s2", "mma loop 128x128x64 s4")   # 3 and 1 CTAs/SM: set the WGMMA fill and tail
 
 
-def _microbench_rows(csv_name, measured_column, **predict_options):
+def _v2_of_row(r):
+    return preset("v2", block_m=int(r["block_m"]), block_n=int(r["block_n"]), block_k=int(r["block_k"]),
+                  stages=int(r["stages"]))
+
+
+def _microbench_rows(csv_name, measured_column, schedule_of=_v2_of_row, **predict_options):
     """{schedule: (prediction at the row's in-kernel clock, measured value)} for a microbenchmark
-    CSV in experiments/results/h200-sxm/; an option given as a function is read off the row."""
+    CSV in experiments/results/h200-sxm/, each row's schedule `schedule_of(row)` (the V1/V2 ring
+    of the row's tile unless said); an option given as a function is read off the row."""
     import csv
     import dataclasses
     from pathlib import Path
@@ -263,8 +269,7 @@ def _microbench_rows(csv_name, measured_column, **predict_options):
     g = load_profile("h200-sxm")
     out = {}
     for r in rows:
-        s = preset("v2", block_m=int(r["block_m"]), block_n=int(r["block_n"]), block_k=int(r["block_k"]),
-                   stages=int(r["stages"]))
+        s = schedule_of(r)
         options = {k: (v(r) if callable(v) else v) for k, v in predict_options.items()}
         p = sim.predict(s, N, N, N, gpu=dataclasses.replace(g, clock_ghz=float(r["clock_ghz"])), **options)
         out[r["schedule"]] = (p, float(r[measured_column]))
@@ -296,21 +301,11 @@ def test_load_free_loop_matches_the_mma_loop_microbenchmark():
 
 
 def _mma_loop_small_tile_rows():
-    """{name: (prediction at the row's clock, measured tensor use per clock)} of the load-free
-    warp-specialized loop on the small grids' tiles (experiments/results/h200-sxm/mma_loop_small_tiles.csv)."""
-    import csv
-    import dataclasses
-    from pathlib import Path
-
+    """The load-free warp-specialized loop on the small grids' tiles (mma_loop_small_tiles.csv),
+    each row the catalog's kernel of its name."""
     from experiments import catalog
-    path = Path(__file__).resolve().parents[1] / "experiments" / "results" / "h200-sxm" / "mma_loop_small_tiles.csv"
-    g = load_profile("h200-sxm")
-    out = {}
-    for r in csv.DictReader(ln for ln in path.read_text().splitlines() if not ln.startswith("#")):
-        p = sim.predict(catalog.entry(r["schedule"]).schedule, N, N, N,
-                        gpu=dataclasses.replace(g, clock_ghz=float(r["clock_ghz"])), loads=False)
-        out[r["schedule"]] = (p, float(r["tensor_util_per_clock"]))
-    return out
+    return _microbench_rows("mma_loop_small_tiles.csv", "tensor_util_per_clock",
+                            schedule_of=lambda r: catalog.entry(r["schedule"]).schedule, loads=False)
 
 
 def test_load_free_loop_matches_the_small_tiles_microbenchmark():
