@@ -372,18 +372,17 @@ def multicast_port_share(gpu: GpuProfile, cluster: int) -> float:
 
 
 def box_clk(gpu: GpuProfile, nbytes: float, requests: float, port_share: float, miss_rate: float,
-            l2_rate: float, miss_charge: float, hbm_rate: float, hbm_share: float | None = None) -> tuple[float, float]:
-    """(port, HBM) clocks of one TMA box on one SM: its requests, then its bytes on the L2 -> SM
-    port (a missed byte also costs `miss_charge` x its read time: the L2 fill competes with the
-    reads), and its missed bytes at the SM's HBM share; `port_share` of the port's part and
-    `hbm_share` (default the same) of the HBM's: a multicast box is read from L2 once per
-    cluster, but each SM may pay more than its part on its port (multicast_port_share)."""
+            active_sms: int | None, miss_charge: float, hbm_rate: float,
+            hbm_share: float | None = None) -> tuple[float, float]:
+    """(port, HBM) clocks of one TMA box on one SM while `active_sms` SMs pull: its requests and
+    its bytes on the L2 -> SM port (GpuProfile.port_clk; a missed byte also costs `miss_charge` x
+    its read time: the L2 fill competes with the reads), and its missed bytes at the SM's HBM
+    share; `port_share` of the port's part and `hbm_share` (default the same) of the HBM's: a
+    multicast box is read from L2 once per cluster, but each SM may pay more than its part on its
+    port (multicast_port_share)."""
     hbm_share = port_share if hbm_share is None else hbm_share
     port_bytes = port_share * nbytes * (1.0 + miss_charge * miss_rate)
-    if gpu.l2_request_additive:
-        port = port_bytes / l2_rate + port_share * requests * gpu.l2_request_clk
-    else:
-        port = max(port_bytes / l2_rate, port_share * requests * gpu.l2_request_clk)
+    port = gpu.port_clk(port_bytes, port_share * requests, active_sms)
     return port, hbm_share * nbytes * miss_rate / hbm_rate
 
 
@@ -427,8 +426,8 @@ class SmEngines:
     def __init__(self, env: simpy.Environment, gpu: GpuProfile, miss_rate: float,
                  active_sms: int | None = None):
         self.env, self.gpu, self.miss_rate = env, gpu, miss_rate
-        # this SM's share of the L2 read bandwidth while `active_sms` SMs pull together
-        self.l2_rate = gpu.l2_share_bytes_per_clk(active_sms)
+        # this SM's port, and its share of the L2, while `active_sms` SMs pull together
+        self.active_sms = active_sms
         self.miss_charge = gpu.l2_miss_charge(active_sms)
         self.tensor = simpy.Resource(env, capacity=1)
         self.l2_path = simpy.Resource(env, capacity=1)
@@ -492,7 +491,7 @@ class SmEngines:
         # The port: the box's requests, then its bytes (a missed byte also costs
         # l2_miss_charge x its read time: the L2 fill competes with the reads)
         port_dt, hbm_dt = box_clk(self.gpu, nbytes, requests, multicast_port_share(self.gpu, cluster), self.miss_rate,
-                                  self.l2_rate, self.miss_charge, self.hbm_rate, hbm_share=1.0 / cluster)
+                                  self.active_sms, self.miss_charge, self.hbm_rate, hbm_share=1.0 / cluster)
         hreq = self.hbm.request()
         preq = self.l2_path.request()
         yield hreq & preq

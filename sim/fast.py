@@ -39,12 +39,12 @@ def steady_sm(s: Schedule, gpu: GpuProfile, ctas: int, k_iters: int, miss_rate: 
     g, c, cw = gpu, ctas, s.consumer_warpgroups
     a_bytes, b_bytes, a_req, b_req = boxes(s, work)
     a_oob, b_oob = oob_rows(s, work)
-    l2_rate, charge = g.l2_share_bytes_per_clk(active_sms), g.l2_miss_charge(active_sms)
+    charge = g.l2_miss_charge(active_sms)
     hbm_rate = g.hbm_bytes_per_clk_per_sm(active_sms)
     lat = g.ns_to_clk(g.tma_latency_ns + miss_rate * (g.hbm_latency_ns - g.tma_latency_ns))
-    pa, ha = box_clk(g, a_bytes, a_req, multicast_port_share(g, s.cluster_n), miss_rate, l2_rate, charge, hbm_rate,
+    pa, ha = box_clk(g, a_bytes, a_req, multicast_port_share(g, s.cluster_n), miss_rate, active_sms, charge, hbm_rate,
                      hbm_share=1.0 / s.cluster_n)
-    pb, hb = box_clk(g, b_bytes, b_req, multicast_port_share(g, s.cluster_m), miss_rate, l2_rate, charge, hbm_rate,
+    pb, hb = box_clk(g, b_bytes, b_req, multicast_port_share(g, s.cluster_m), miss_rate, active_sms, charge, hbm_rate,
                      hbm_share=1.0 / s.cluster_m)
     mem = (max(pa, ha) + max(pb, hb)) if loads else 0.0       # a K tile's boxes, one after the other
     fill = zero_fill_clk(g, a_oob + b_oob) if loads else 0.0  # their zeros, beside the transfers
@@ -101,7 +101,7 @@ def steady_sm(s: Schedule, gpu: GpuProfile, ctas: int, k_iters: int, miss_rate: 
     start = g.cta_launch_clk + (c - 1) * bar + load_trip
     clk = start + work.tiles * (k_iters * period + tail + wait_mma + epilogue) + drain
     return {"clk": clk, "sim_clk": clk, "per_iter_clk": period, "simulated_iters": 0, "tile_period_clk": 0.0,
-            "busy": {}, "trace": Trace(), "cta0_clk": clk, "tma_latency_clk": lat, "l2_rate": l2_rate}
+            "busy": {}, "trace": Trace(), "cta0_clk": clk, "tma_latency_clk": lat}
 
 
 def fast_predict(schedule: Schedule, m: int = 8192, n: int = 8192, k: int = 8192,

@@ -131,6 +131,18 @@ class GpuProfile:
                                    "(False: the larger of the two)",
                                    f"the max form leaves the 64-B-row (block_k=32) GEMMs 14-18% fast "
                                    f"({RESULTS}/clock.csv V2 128x128x32: +14.4%, with the sum -5.2%)")
+    l2_lone_sm_bytes_per_ns: float | None = _p(160.0, "measured", "one SM's own L2 -> SM port, bytes per ns: a "
+                                               "box takes the larger of its bytes' time and its requests' "
+                                               "(l2_lone_request_ns). With fewer SMs pulling than the full grid each "
+                                               "gets the full grid's share above scaled by the SMs that pull, but "
+                                               "never more than its own port (GpuProfile.port_clk). None: the full "
+                                               "grid's share at any SM count",
+                                               "the load-only loop on 8-66 SMs, one CTA an SM, L2-resident operands "
+                                               f"({RESULTS}/port_by_sms.csv, runs 170-171): 128-B rows 155-182 B/ns "
+                                               "an SM, flat from 8 to 66 SMs")
+    l2_lone_request_ns: float = _p(0.55, "measured", "the same port's time per request (one per box row of <= 128 "
+                                   "B)", f"{RESULTS}/port_by_sms.csv: 64-B rows 1.70 and 32-B rows 1.83 requests "
+                                   "a ns an SM on 8-66 SMs")
     l2_sm_bytes_per_clk: float = _p(64.0, "derived", "the port's rate per SM clock",
                                     "l2_sm_bytes_per_ns / clock_ghz when that is set")
     l2_request_clk: float = _p(2.0, "derived", "a request's port time in SM clocks", "l2_request_ns x clock_ghz")
@@ -353,6 +365,22 @@ class GpuProfile:
         its port, or an even share of the aggregate L2 read bandwidth, the smaller."""
         n = max(1, min(self.sm_count, active_sms or self.sm_count))
         return min(self.l2_sm_bytes_per_clk, self.l2_read_bytes_per_clk / n)
+
+    def port_clk(self, port_bytes: float, requests: float, active_sms: int | None = None) -> float:
+        """SM clocks one SM's L2 -> SM port takes for `port_bytes` (its own part of each box, any
+        miss charge included) and `requests` box rows while `active_sms` SMs pull together.
+        The full grid's form (l2_sm_bytes_per_ns, l2_request_ns: fitted with every SM pulling,
+        misses included) is what an SM gets of the L2 then; with fewer SMs pulling, each gets
+        that share scaled by the SMs that pull, but no more than its own port gives one SM
+        (l2_lone_*: the larger of its bytes' and its requests' time, measured on 8-66 SMs)."""
+        n = max(1, min(self.sm_count, active_sms or self.sm_count))
+        byte_clk = port_bytes / self.l2_share_bytes_per_clk(n)
+        request_clk = requests * self.l2_request_clk
+        full = byte_clk + request_clk if self.l2_request_additive else max(byte_clk, request_clk)
+        if self.l2_lone_sm_bytes_per_ns is None:
+            return full
+        lone = self.ns_to_clk(max(port_bytes / self.l2_lone_sm_bytes_per_ns, requests * self.l2_lone_request_ns))
+        return max(lone, full * n / self.sm_count)
 
     def l2_miss_charge(self, active_sms: int | None = None) -> float:
         """Extra L2 -> SM port time of a missed byte, as a multiple of a hit byte's: the fill is

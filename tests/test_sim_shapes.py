@@ -30,10 +30,13 @@ def _per_sm_tflops(p):
 # ---- small grids and fixed costs ----
 @pytest.mark.parametrize("version", sorted(PRESETS))
 @pytest.mark.parametrize("k", (256, 1024, 8192))
-def test_a_small_grid_is_never_faster_per_sm_than_a_full_wave(version, k, g):
-    """k x k tiles on k^2 SMs against one full wave of a near-square grid: per busy SM, never
-    faster than 1% (a lone SM's misses cost its port less: the L2 fill is a GPU-wide cost shared
-    by the busy SMs, measured on 12-88 busy SMs). Per-SM rates, not the GPU's aggregate ones."""
+def test_a_small_grid_is_at_most_a_little_faster_per_sm_than_a_full_wave(version, k, g):
+    """k x k tiles on k^2 SMs against one full wave of a near-square grid: per busy SM, at most
+    10% faster. A lone SM's port is faster than its share of the L2 with every SM pulling, and
+    its misses cost it less (the L2 fill is a GPU-wide cost shared by the busy SMs); measured
+    (experiments/results/h200-sxm/port_by_sms.csv), the whole loops of 128x128x64 and 64x64 tiles
+    run 3-9% faster per K tile on 16 SMs than on 132 (the port-heavy 128x64x128, 26%). Per-SM
+    rates, not the GPU's aggregate ones."""
     s = PRESETS[version]
     c = residency(s, g)["ctas_per_sm"]
     tiles = g.sm_count * c
@@ -43,7 +46,7 @@ def test_a_small_grid_is_never_faster_per_sm_than_a_full_wave(version, k, g):
     for t in (1, 2, 4, 8):
         small = sim.predict(s, t * s.block_m, t * s.block_n, k, gpu=g)
         assert small.launch["busy_sms"] <= max(t * t, s.cluster_size) < g.sm_count
-        assert _per_sm_tflops(small) <= 1.01 * _per_sm_tflops(full), (t, _per_sm_tflops(small), _per_sm_tflops(full))
+        assert _per_sm_tflops(small) <= 1.10 * _per_sm_tflops(full), (t, _per_sm_tflops(small), _per_sm_tflops(full))
 
 
 def test_fixed_costs_dominate_as_the_problem_shrinks(g):

@@ -5,6 +5,7 @@ runs; also the box rows' L2 requests a ns, per SM and for the grid.
 
   python docs/research/patches/port170.py --whole "v3 64x64x64 s8" "v4 128x64x128 s4"       # run 170
   python docs/research/patches/port170.py --k 4096 --ctas 8,16,33,66,99,132 "v3 128x128x16 s8" ...   # run 171
+  (run 174: .devrun_min-style, the 1-4 stage rings; docs/research/notes.md item 178)
 (from the repository root, on the GPU; docs/research/notes.md items 173-174; names are
 experiments.catalog's)."""
 import argparse
@@ -16,7 +17,7 @@ from experiments import catalog
 from experiments.probe import probed_launcher
 from experiments.reference import random_operands
 
-GRIDS = {8: (4, 2), 16: (4, 4), 33: (11, 3), 64: (8, 8), 66: (11, 6), 99: (11, 9), 132: (12, 11)}
+GRIDS = {8: (4, 2), 16: (4, 4), 33: (11, 3), 64: (8, 8), 66: (11, 6), 99: (11, 9), 110: (11, 10), 132: (12, 11)}
 
 ap = argparse.ArgumentParser()
 ap.add_argument("names", nargs="+")

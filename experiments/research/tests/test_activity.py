@@ -101,12 +101,13 @@ def test_the_profiles_miss_charge_against_the_fit_with_the_models_own_misses():
     """l2_miss_port_factor was what `python -m experiments.research.fit_port --model-misses` gave (the
     three calibration loops with the HBM bytes predict() gives them, minimax, ties by their rms;
     0.4 at 2.2%, docs/research/notes.md 77) while the HBM rate and the launch were assumed. With
-    both measured (run 31) the fit moves to 0.5 (2.6%); the profile keeps 0.4 (4.4%), since 0.5
-    breaks the model's small-grid and fixed-cost invariants (notes 97): the port's next pass."""
+    both measured (run 31) the fit moved to 0.5 (2.6%), and with a lone SM's port under the
+    share (the 8192^3 loops' last wave of 4 CTAs pulls faster, notes 178) to 0.6 (2.8%); the
+    profile keeps 0.4 (5.7%), which the seed's chain was fitted with: the port's next pass."""
     r = fit_port.miss_factor_with_model_misses()
     assert load_profile("h200-sxm").l2_miss_port_factor == 0.4
-    assert r["l2_miss_port_factor"] == 0.5 and r["worst"][0.5] < 0.03
-    assert r["worst"][0.4] < 0.045 and r["worst"][1.1] > 0.08  # the old charge is 8.6% off with these misses
+    assert r["l2_miss_port_factor"] == 0.6 and r["worst"][0.6] < 0.03
+    assert r["worst"][0.4] < 0.06 and r["worst"][1.1] > 0.08  # the old charge is 8.6% off with these misses
 
 
 def test_the_chain_given_dram_bytes_orders_the_seeds_kernels(port):
