@@ -73,6 +73,24 @@ def test_back_to_back_rows_split_the_error_into_device_and_host(tmp_path):
     assert t["one call, each row's host, measured device"]["errors"][("dec", "v7")] == pytest.approx(52 / 60 - 1)
 
 
+def test_back_to_back_held_by_the_gpu_is_scored_against_the_device_alone(tmp_path):
+    """From make_table.HELD_B2B_SINCE on, the GPU waits for the host to queue the calls, so a
+    short call's time back to back is its device's, not the host's pace: a row measured so is
+    scored against predicted_device_ms (6 us), an older one against predicted_queued_ms (10.5 us,
+    the host's)."""
+    measured = tmp_path / "measured.csv"
+    measured.write_text("name,m,n,k,batch,dtype,schedule,ours_tflops,ours_ms,ours_b2b_us,correct,date\n"
+                        "sq512,512,512,512,1,float16,v7,13.4,0.020,5.0,True,2026-12-04T00:00:00\n"
+                        "sq1024,1024,1024,1024,1,float16,v7,107,0.020,9.0,True,2026-12-02T00:00:00\n")
+    predicted = _write(tmp_path / "predicted.csv",
+                       "name,m,n,k,batch,dtype,schedule,predicted_ms,predicted_device_ms,predicted_queued_ms,kernels,gpu",
+                       ["sq512,512,512,512,1,float16,v7,0.02,0.006,0.0105,1,h200-sxm",
+                        "sq1024,1024,1024,1024,1,float16,v7,0.02,0.008,0.0105,1,h200-sxm"])
+    errors = score(predicted, measured)["timings"]["back to back, measured so"]["errors"]
+    assert errors[("sq512", "v7")] == pytest.approx(5.0 / 6.0 - 1)
+    assert errors[("sq1024", "v7")] == pytest.approx(9.0 / 10.5 - 1)
+
+
 def test_choices_back_to_back_compare_the_calls_back_to_back(tmp_path):
     """A sweep that timed each candidate's calls back to back beside cuBLAS's is also scored there:
     the model's fastest by its calls back to back (v7:cluster_m=2, 1.0x the cuBLAS timed after it)
