@@ -69,9 +69,12 @@ def steady_sm(s: Schedule, gpu: GpuProfile, ctas: int, k_iters: int, miss_rate: 
     else:
         keep = s.wgmma_in_flight   # the load-free loop keeps its groups in flight too
         own = index + try_wait + bar * s.syncs_per_iter + issue_mma + wait_mma + arrive
+        # a K tile's own consumer time with the loads on: in the chain with W = 0; with W >= 1 it
+        # runs while the group kept in flight keeps the tensor cores busy
+        loop = g.consumer_k_tile_clk if loads and mmas else 0.0
         # one warpgroup's iteration: its overheads, its group and (W = 0) the group's tail, while
         # the other warpgroups' groups keep the tensor cores busy; with W >= 1 the tail overlaps
-        chain = max(own + group + (tail if keep == 0 else 0.0), cw * group)
+        chain = max(own + group + (tail + loop if keep == 0 else 0.0), own + loop, cw * group)
         remote = g.cluster_arrive_clk if s.multicast_size > 1 else 0.0
         refill = arrive + remote + try_wait + index + load_trip + try_wait     # a release to the data's use
         # a stage comes back once every warpgroup's group on it is done (all the consumers'

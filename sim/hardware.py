@@ -261,6 +261,12 @@ class GpuProfile:
                              "SMs leaves some idle); a size not listed: every SM",
                              "cuOccupancyMaxActiveClusters (gemm.launch._resident_clusters)")
     mbarrier_arrive_clk: int = _p(8, "assumed", "an mbarrier arrive")
+    consumer_k_tile_clk: float = _p(0.0, "measured", "a consumer warpgroup's own clocks a K tile with the loads on, "
+                                    "beyond the instructions above (the full barrier's wait as its data lands, "
+                                    "the release, the loop; spread over them, not one instruction): on the "
+                                    "warpgroup's path, hidden where other warpgroups' WGMMAs keep the tensor "
+                                    "cores busy; 0 leaves it out",
+                                    "python -m experiments.research.small_grids (sim/profiles/<gpu>.json)")
     mbarrier_wait_clk: int = _p(20, "assumed", "an mbarrier try_wait that succeeds, with the wake-up")
     runtime_index_clk: int = _p(16, "assumed", "V2's runtime stage index per K iteration: iter % stages, the "
                                 "stage offsets, the phase bit (a few dependent ALU ops)")
@@ -295,6 +301,10 @@ class GpuProfile:
                              "experiments.fit_port) leave no room for more: the model is already 5-14% slow "
                              "on them with the profile's port")
     launch_us: float = _p(4.0, "assumed", "a kernel's launch and drain on a stream, besides its CTAs' time")
+    kernel_fixed_us: float = _p(0.0, "measured", "what a GEMM launch pays whatever its K beyond launch_us and what "
+                                "the simulated CTAs do (their prologue, first loads, epilogue): not located (the "
+                                "first CTAs' start, the last ones' drain); charged once a launch like launch_us",
+                                "python -m experiments.research.small_grids --calibrate (sim/profiles/<gpu>.json)")
     dependent_launch_saving_us: float = _p(0.0, "assumed", "what a kernel launched as a programmatic dependent "
                                            "(Schedule.dependent_launch) saves of launch_us back to back: its "
                                            "launch and prologue under the previous kernel's end (one call between "

@@ -15,6 +15,11 @@ clock expected over it, the early clock weighted by the share of the spread that
 the median run's start (taken as even between the passes), so that a row near the
 fall is predicted between its two outcomes rather than at one of them.
 
+A kernel too light for the limit to bind at the early clock (a grid of a few SMs, a port-bound
+tile: its own activity under the profile's clock form there, sim/clock.py) is not pulled down to
+it: it runs at the clock its activity earns, up to the top WGMMA clock (run 177: v7 on 8-32 CTAs
+turns a 64-deep K tile in 0.58 us, the model 0.59 at its earned 1.8 GHz and 0.70 at the early 1.52).
+
 The profile's `load_clock` holds {dtype: {early_ghz, settled_ghz, down_ms[, down_ms_passes]}}; other kernels
 (the one-producer-warp and ring families) and dtypes it has no entry for keep the profile's
 one clock. Each row is taken to start its load from a rested GPU (what the bench's
@@ -52,6 +57,14 @@ def predict_under_load(predict_at_profile, schedule, m, n, k, prof, options: dic
     runs = calls_before_runs(3) if load_calls is None else tuple(load_calls)
     early = predict_at_profile(schedule, m, n, k, dataclasses.replace(prof, clock_ghz=entry["early_ghz"]),
                                **options)
+    if not _limit_binds(early, prof):
+        # a kernel too light for the limit to hold at the early clock (a grid of a few SMs, a
+        # port-bound tile) is not pulled down to it: it runs at the clock its activity earns
+        p = _earned_above(predict_at_profile, schedule, m, n, k, prof, options, early)
+        p.notes.append(f"clock {p.clock_ghz:.3f} GHz: the power limit does not bind at the early clock "
+                       f"({entry['early_ghz']:.3f} GHz), so the clock this schedule's activity earns under "
+                       "it (sim/load_clock.py, sim/clock.py's form)")
+        return p
     before = sum(1 for c in runs if c * early.timed_ms < entry["down_ms"])
     share = early_share(sorted(runs)[len(runs) // 2] * early.timed_ms, entry)
     if share == 1.0 or (share is None and 2 * before > len(runs)):
@@ -63,6 +76,40 @@ def predict_under_load(predict_at_profile, schedule, m, n, k, prof, options: dic
                    f"power limit's fall at {entry['down_ms']:.0f} ms of load ({early.timed_ms:.3f} ms a call at "
                    f"{entry['early_ghz']:.3f} GHz; sim/load_clock.py)")
     return p
+
+
+def _limit_binds(p, prof) -> bool:
+    """Whether prediction `p`'s own activity (tensor use, L2 -> SM and DRAM bytes a second) is
+    over the profile's clock form at the clock it was made at (sim/clock.py); True where the
+    profile has no form."""
+    if prof.clock_form_coef is None:
+        return True
+    from .clock import over_limit
+    s = p.call["kernel_ms"] * 1e-3
+    return over_limit(p.utilization["tensor"], p.bytes["smem_fill_bytes"] / s / 1e12, p.bytes["hbm_bytes"] / s / 1e12,
+                      p.clock_ghz, prof.clock_form_coef, prof.clock_form_g, prof.sm_count)
+
+
+def _earned_above(predict_at_profile, schedule, m, n, k, prof, options: dict, low, steps: int = 6):
+    """The prediction at the highest clock, from `low`'s (a prediction under the limit) up to the
+    profile's top WGMMA clock, at which the schedule's own activity stays under the limit
+    (bisection, `steps` halvings: ~4 MHz on the H200)."""
+    hi = prof.wgmma_clock_top_ghz if options.get("mmas", True) else prof.clock_max_ghz
+
+    def at(f):
+        return predict_at_profile(schedule, m, n, k, dataclasses.replace(prof, clock_ghz=f), **options)
+    top = at(hi)
+    if not _limit_binds(top, prof):
+        return top
+    lo, best = low.clock_ghz, low
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        p = at(mid)
+        if _limit_binds(p, prof):
+            hi = mid
+        else:
+            lo, best = mid, p
+    return best
 
 
 def early_share(median_start_ms: float, entry: dict) -> float | None:

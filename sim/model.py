@@ -212,7 +212,8 @@ def _predict(s: Schedule, m: int, n: int, k: int, prof: GpuProfile, dtype: str =
                                                   line_starts(line_pitch or (k, k)))
     per_sm_peak = prof.tensor_flops_per_clk * hz
     busy_s = max(sim_s, *floors.values())
-    kernel_s = busy_s + hbm_paced_share(floors, busy_s) * prof.hbm_stream_fixed_us * 1e-6 + prof.launch_us * 1e-6
+    kernel_s = (busy_s + hbm_paced_share(floors, busy_s) * prof.hbm_stream_fixed_us * 1e-6
+                + (prof.launch_us + prof.kernel_fixed_us) * 1e-6)
 
     # 6. the call
     timing = call.timed(kernel_s, s, m, n, k, batch, lg.slices, prof, host_us, tiles=lg.tm * lg.tn * lg.batch,

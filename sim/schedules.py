@@ -299,6 +299,8 @@ class Cta:
                 if self.loads or g < s.stages:
                     yield from self._wait_stage(role, "wait full (TMA)", "tma_wait", self.full[st],
                                                 (g // s.stages) & 1)
+                if self.loads and self.mmas and self.gpu.consumer_k_tile_clk:
+                    yield from self._step(role, "K tile's own time (loads on)", "issue", self.gpu.consumer_k_tile_clk)
                 for _ in range(s.syncs_per_iter):
                     yield from self._sync(role, bar)
                 if not self.mmas:   # the kernel's load_loop_only mode: hand the stage straight back

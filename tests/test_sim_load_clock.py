@@ -55,6 +55,21 @@ def test_a_row_near_the_fall_is_predicted_between_its_two_outcomes(g):
     assert entry["settled_ghz"] < clocks[2] < entry["early_ghz"]
 
 
+def test_a_kernel_too_light_for_the_limit_runs_at_the_clock_it_earns(g):
+    """v7 on 8 CTAs (512^2, K = 8192) draws too little for the power limit to bind at the early
+    clock: under load it runs at the clock its own activity earns (run 177 measured its 64-deep K
+    tile at 0.58 us, 0.70 at the early clock), above the early clock and no higher than the top
+    WGMMA clock; the full grid at 4096^3 is pulled down to the early clock as before."""
+    entry = g.load_clock["float16"]
+    light = sim.fast_predict(preset("v7"), 512, 512, 8192, gpu=g, clock="load")
+    assert entry["early_ghz"] < light.clock_ghz <= g.wgmma_clock_top_ghz
+    assert any("does not bind" in n for n in light.notes)
+    early = sim.fast_predict(preset("v7"), 512, 512, 8192, gpu=dataclasses.replace(g, clock_ghz=entry["early_ghz"]))
+    assert light.ms < 0.9 * early.ms
+    heavy = sim.fast_predict(preset("v7"), 4096, 4096, 4096, gpu=g, clock="load")
+    assert heavy.clock_ghz == entry["early_ghz"]
+
+
 def test_bf16_has_its_own_clocks(g):
     p = sim.fast_predict(preset("v7"), 4096, 4096, 4096, gpu=g, dtype="bfloat16", clock="load")
     assert p.clock_ghz == g.load_clock["bfloat16"]["early_ghz"] != g.load_clock["float16"]["early_ghz"]

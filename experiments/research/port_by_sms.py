@@ -74,7 +74,7 @@ def model_error(row: dict, gpu: str = "h200-sxm", profile=None) -> float:
     if k <= L2_RESIDENT_K:
         options.update(hbm_read_bytes=1.0, hbm_read_source="operands L2-resident")
     p = sim.predict(s, m, n, k, gpu=g, ctas_per_sm=1, **options)
-    ns = (p.ms * 1e6 - g.launch_us * 1e3) / (k // s.block_k)
+    ns = (p.ms * 1e6 - (g.launch_us + g.kernel_fixed_us) * 1e3) / (k // s.block_k)
     return ns / float(row["ns_per_k_tile"]) - 1
 
 
