@@ -1,5 +1,5 @@
 """A call's fixed device cost apart from its K tiles', on small grids (run 177):
-python -m experiments.research.small_grids [--calibrate]      (no GPU)
+python -m experiments.research.small_grids [--calibrate] [--full-grids]      (no GPU)
 
 The rows are small_grids.csv's (a sweep's CSV, kept out of the sweep*.csv that make_table
 pools): three schedules (sq512's and sq1024's picks, one consumer warpgroup on 64x64 and 64x128
@@ -10,6 +10,11 @@ series (one schedule on one M x N) is a straight line in its K tiles: the interc
 call costs whatever its K (the launch under the call before, the CTAs' prologue, the first
 loads, the epilogue and the drain), the slope what a K tile adds. The model's device time
 (sim.predict under the bench's load, as experiments.predict writes it) gives its own line.
+
+`--full-grids` prints the same lines for run 181's record (full_grids.csv: 64x128x128 and
+128x128x64 tiles on 1024^2 and 2048^2 over K = 1024 ... 65536, the operands L2-resident up to
+K = 8192 and streaming from HBM beyond; the two halves of K fitted apart), which calibrates
+nothing yet: the data for the full grid's port share (docs/research/notes.md items 177, 185).
 
 `--calibrate` prints what run 177 measures of the two profile terms these lines pin:
 `consumer_k_tile_clk` (a consumer warpgroup's own clocks a K tile with the loads on: the value
@@ -28,6 +33,7 @@ import statistics as st
 from experiments.paths import read_rows, results_dir
 
 CSV = "small_grids.csv"
+FULL_GRIDS_CSV = "full_grids.csv"
 
 
 def line(points: list[tuple[float, float]]) -> tuple[float, float]:
@@ -39,11 +45,11 @@ def line(points: list[tuple[float, float]]) -> tuple[float, float]:
     return my - slope * mx, slope
 
 
-def series(gpu: str = "h200-sxm") -> dict:
+def series(gpu: str = "h200-sxm", csv: str = CSV) -> dict:
     """{(schedule name, m, n): [(K tiles, measured us back to back, row)]}, K ascending."""
     from experiments.predict import parse_schedule_name
     out: dict = {}
-    for r in read_rows(results_dir(gpu) / CSV):
+    for r in read_rows(results_dir(gpu) / csv):
         if r.get("correct") != "True" or not r.get("ours_b2b_us"):
             continue
         s = parse_schedule_name(r["schedule"])
@@ -61,18 +67,20 @@ def model_us(name: str, m: int, n: int, k: int, prof) -> tuple[float, float, int
     return p.ms * 1e3, p.clock_ghz, p.launch["ctas"]
 
 
-def compare(gpu: str = "h200-sxm", profile=None) -> list[dict]:
-    """Per series: the measured and the model's intercept (us) and slope (us a K tile)."""
+def compare(gpu: str = "h200-sxm", profile=None, csv: str = CSV, k_range: tuple = (0, 1 << 30)) -> list[dict]:
+    """Per series: the measured and the model's intercept (us) and slope (us a K tile), over the
+    points with K in `k_range` (inclusive)."""
     from experiments.predict import parse_schedule_name
     from sim.hardware import load_profile
     prof = profile or load_profile(gpu)
     out = []
-    for (name, m, n), pts in series(gpu).items():
+    for (name, m, n), pts in series(gpu, csv).items():
+        pts = [p for p in pts if k_range[0] <= int(p[2]["k"]) <= k_range[1]]
         model = [(t, *model_us(name, m, n, int(r["k"]), prof)) for t, _, r in pts]
         mi, ms = line([(t, us) for t, us, _ in pts])
         pi, ps = line([(t, us) for t, us, _, _ in model])
         s = parse_schedule_name(name)
-        out.append({"schedule": name, "m": m, "n": n, "ctas": model[0][3], "warpgroups": s.consumer_warpgroups,
+        out.append({"schedule": name, "m": m, "n": n, "k_range": k_range, "ctas": model[0][3], "warpgroups": s.consumer_warpgroups,
                     "clock_ghz": st.median(c for *_, c, _ in model), "measured_intercept_us": mi,
                     "measured_slope_us": ms, "model_intercept_us": pi, "model_slope_us": ps})
     return out
@@ -108,10 +116,16 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gpu", default="h200-sxm")
     ap.add_argument("--calibrate", action="store_true", help="print the two profile terms run 177 measures")
+    ap.add_argument("--full-grids", action="store_true", help="run 181's full grids, K <= 8192 and >= 8192 apart")
     args = ap.parse_args(argv)
     print(f"{'schedule':34s} {'M x N':>9s} CTAs  GHz   intercept us (meas/model)   slope us a K tile (meas/model)")
-    for r in compare(args.gpu):
-        print(f"{r['schedule'][:34]:34s} {r['m']:4d}x{r['n']:<4d} {r['ctas']:4d} {r['clock_ghz']:.2f}   "
+    rows = compare(args.gpu)
+    if args.full_grids:
+        rows = [r for k_range in ((0, 8192), (8192, 1 << 30))
+                for r in compare(args.gpu, csv=FULL_GRIDS_CSV, k_range=k_range)]
+    for r in rows:
+        ks = "" if not args.full_grids else f" K {'<=' if r['k_range'][0] == 0 else '>='} 8192"
+        print(f"{r['schedule'][:34]:34s} {r['m']:4d}x{r['n']:<4d}{ks} {r['ctas']:4d} {r['clock_ghz']:.2f}   "
               f"{r['measured_intercept_us']:6.2f} / {r['model_intercept_us']:6.2f}"
               f"              {r['measured_slope_us']:6.3f} / {r['model_slope_us']:6.3f} "
               f"({r['model_slope_us'] / r['measured_slope_us'] - 1:+.0%})")
