@@ -44,5 +44,16 @@ def test_the_slopes_on_grids_of_few_sms(rows):
                    "(9.9 TB/s); these operands are L2-resident and stream at 13-14 TB/s, as run 171's load-only "
                    "loops did (notes item 177: the share refitted with misses charged apart is the next pass)")
 def test_the_slopes_on_the_full_grid(rows):
+    """Run 177's two full grids and run 181's (full_grids.csv, K <= 8192: the operands in L2)."""
     full = [r for r in rows if r["ctas"] > 66]
-    assert len(full) == 2 and all(abs(r["model_slope_us"] / r["measured_slope_us"] - 1) < 0.15 for r in full)
+    full += [r for r in small_grids.compare(csv=small_grids.FULL_GRIDS_CSV, k_range=(0, 8192)) if r["ctas"] > 66]
+    assert len(full) == 5 and all(abs(r["model_slope_us"] / r["measured_slope_us"] - 1) < 0.15 for r in full)
+
+
+def test_misses_steepen_a_full_grids_k_tile_by_a_quarter_at_most():
+    """Run 181's record alone: past K = 8192 (operands beyond L2) each series' slope rises 6-23%."""
+    def slopes(k_range):
+        return {(r["schedule"], r["m"]): r["measured_slope_us"]
+                for r in small_grids.compare(csv=small_grids.FULL_GRIDS_CSV, k_range=k_range)}
+    hits, misses = slopes((0, 8192)), slopes((8192, 1 << 30))
+    assert len(hits) == 4 and all(1.0 < misses[key] / hits[key] < 1.25 for key in hits)
