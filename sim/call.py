@@ -85,13 +85,17 @@ def copy_kernels_s(s: Schedule, m: int, n: int, k: int, batch: int, prof: GpuPro
 
 
 def stream_k_fixup_s(s: Schedule, k_iters: int, run: int, prof: GpuProfile) -> float:
-    """Stream-K's partial tiles on a CTA's path: where the profile has split-K's partial tile
-    measured (sim.engines.partial_tile_ns), one such handover (a share's accumulators stored and
-    published, or the others' seen and added) as the kernel's tail; otherwise the bytes alone
-    (shares_read_s)."""
+    """Stream-K's partial tiles on a CTA's path, as the kernel's tail: where the profile has
+    split-K's partial tile measured (sim.engines.partial_tile_ns), a share's accumulators stored
+    and published, the handshake, and then every other share of the tile the CTA finishes added
+    one after the other (gemm/kernels/persistent.py make_stream_k's `take` reads each peer's whole
+    fp32 tile in turn, where a split-K slice sums only its own part of each): ceil(k_iters / run)
+    CTAs share a tile; otherwise the bytes alone (shares_read_s)."""
     partial = partial_tile_ns(s, prof)
     if partial is not None:
-        return sum(partial) * 1e-9
+        others = max(1, math.ceil(k_iters / max(run, 1)) - 1)
+        tile_sum_ns = s.block_m * s.block_n * ACCUMULATOR_BYTES / prof.split_sum_bytes_per_ns
+        return (sum(partial) + (others - 1) * tile_sum_ns) * 1e-9
     return shares_read_s(s, k_iters, run, prof)
 
 
