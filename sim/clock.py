@@ -63,6 +63,31 @@ def earned_clock(u: float, l2_tbs: float, dram_tbs: float, f_at: float, coef, g:
     return (lo + hi) / 2
 
 
+def prediction_over_limit(p, prof) -> bool:
+    """Whether prediction `p`'s own activity (tensor use, L2 -> SM and DRAM bytes a second) is over
+    the profile's clock form at the clock it was made at."""
+    s = p.call["kernel_ms"] * 1e-3
+    return over_limit(p.utilization["tensor"], p.bytes["smem_fill_bytes"] / s / 1e12, p.bytes["hbm_bytes"] / s / 1e12,
+                      p.clock_ghz, prof.clock_form_coef, prof.clock_form_g, prof.sm_count)
+
+
+def highest_clock_under_limit(at, prof, lo: float, hi: float, steps: int, below=None):
+    """The prediction at the highest clock in [lo, hi] whose own activity stays under the limit:
+    `at(f)` predicts at clock f; `hi`'s if it is under, else bisection in `steps` halvings
+    (`below`: a prediction already known under the limit at `lo`)."""
+    p = at(hi)
+    if not prediction_over_limit(p, prof):
+        return p
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        p_mid = at(mid)
+        if prediction_over_limit(p_mid, prof):
+            hi = mid
+        else:
+            lo, below = mid, p_mid
+    return below or at(lo)
+
+
 def predict_at_earned_clock(predict_at_profile, schedule, m, n, k, gpu, options: dict):
     """sim.predict(clock="earned"): the prediction at the clock where the schedule's own activity
     meets the profile's clock form. Bisection on the clock, each step a prediction at that
@@ -94,23 +119,9 @@ def predict_at_earned_clock(predict_at_profile, schedule, m, n, k, gpu, options:
         if b is not None:
             options.update(hbm_read_bytes=b, hbm_read_source=f"{note.split(':')[0]}")
 
-    def at(f):  # the prediction at clock f, and whether its own activity is over the limit there
-        p = predict_at_profile(schedule, m, n, k, dataclasses.replace(prof, clock_ghz=f), **options)
-        s = p.call["kernel_ms"] * 1e-3
-        return p, over_limit(p.utilization["tensor"], p.bytes["smem_fill_bytes"] / s / 1e12,
-                             p.bytes["hbm_bytes"] / s / 1e12, f, prof.clock_form_coef, prof.clock_form_g,
-                             prof.sm_count)
-    p, over = at(top)
-    if over:  # the limit binds below the top clock: bisect for the clock whose activity meets it
-        lo, hi, p_lo = 0.5, top, None
-        for _ in range(14):
-            mid = (lo + hi) / 2
-            p_mid, over = at(mid)
-            if over:
-                hi = mid
-            else:
-                lo, p_lo = mid, p_mid
-        p = p_lo or at(lo)[0]
+    def at(f):
+        return predict_at_profile(schedule, m, n, k, dataclasses.replace(prof, clock_ghz=f), **options)
+    p = highest_clock_under_limit(at, prof, 0.5, top, steps=14)
     s = p.call["kernel_ms"] * 1e-3
     p.notes.append(f"clock {p.clock_ghz:.3f} GHz earned from this schedule's activity (sim/clock.py: tensor "
                    f"{p.utilization['tensor']:.2f} per clock, L2->SM {p.bytes['smem_fill_bytes'] / s / 1e12:.2f} "

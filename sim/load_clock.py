@@ -17,8 +17,7 @@ fall is predicted between its two outcomes rather than at one of them.
 
 A kernel too light for the limit to bind at the early clock (a grid of a few SMs, a port-bound
 tile: its own activity under the profile's clock form there, sim/clock.py) is not pulled down to
-it: it runs at the clock its activity earns, up to the top WGMMA clock (run 177: v7 on 8-32 CTAs
-turns a 64-deep K tile in 0.58 us, the model 0.59 at its earned 1.8 GHz and 0.70 at the early 1.52).
+it: it runs at the clock its activity earns, up to the top WGMMA clock.
 
 The profile's `load_clock` holds {dtype: {early_ghz, settled_ghz, down_ms[, down_ms_passes]}}; other kernels
 (the one-producer-warp and ring families) and dtypes it has no entry for keep the profile's
@@ -79,37 +78,22 @@ def predict_under_load(predict_at_profile, schedule, m, n, k, prof, options: dic
 
 
 def _limit_binds(p, prof) -> bool:
-    """Whether prediction `p`'s own activity (tensor use, L2 -> SM and DRAM bytes a second) is
-    over the profile's clock form at the clock it was made at (sim/clock.py); True where the
-    profile has no form."""
-    if prof.clock_form_coef is None:
-        return True
-    from .clock import over_limit
-    s = p.call["kernel_ms"] * 1e-3
-    return over_limit(p.utilization["tensor"], p.bytes["smem_fill_bytes"] / s / 1e12, p.bytes["hbm_bytes"] / s / 1e12,
-                      p.clock_ghz, prof.clock_form_coef, prof.clock_form_g, prof.sm_count)
+    """Whether prediction `p`'s own activity is over the profile's clock form at its clock
+    (sim/clock.py); True where the profile has no form."""
+    from .clock import prediction_over_limit
+    return prof.clock_form_coef is None or prediction_over_limit(p, prof)
 
 
 def _earned_above(predict_at_profile, schedule, m, n, k, prof, options: dict, low, steps: int = 6):
     """The prediction at the highest clock, from `low`'s (a prediction under the limit) up to the
     profile's top WGMMA clock, at which the schedule's own activity stays under the limit
     (bisection, `steps` halvings: ~4 MHz on the H200)."""
+    from .clock import highest_clock_under_limit
     hi = prof.wgmma_clock_top_ghz if options.get("mmas", True) else prof.clock_max_ghz
 
     def at(f):
         return predict_at_profile(schedule, m, n, k, dataclasses.replace(prof, clock_ghz=f), **options)
-    top = at(hi)
-    if not _limit_binds(top, prof):
-        return top
-    lo, best = low.clock_ghz, low
-    for _ in range(steps):
-        mid = (lo + hi) / 2
-        p = at(mid)
-        if _limit_binds(p, prof):
-            hi = mid
-        else:
-            lo, best = mid, p
-    return best
+    return highest_clock_under_limit(at, prof, low.clock_ghz, hi, steps, below=low)
 
 
 def early_share(median_start_ms: float, entry: dict) -> float | None:

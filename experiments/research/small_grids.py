@@ -93,7 +93,7 @@ def _slope_series(rows: list[dict], sm_count: int) -> list[dict]:
 
 
 def calibrate(gpu: str = "h200-sxm") -> dict:
-    """consumer_k_tile_clk and cta_launch_clk as run 177 measures them (module docstring)."""
+    """consumer_k_tile_clk and kernel_fixed_us as run 177 measures them (module docstring)."""
     from sim.hardware import load_profile
     prof = load_profile(gpu)
 
