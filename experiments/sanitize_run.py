@@ -51,7 +51,10 @@ WARPGROUP_CASES = [("v6", (300, 264, 200), 1), ("v7", (384, 264, 520), 1), ("v7:
                    ("v7:block_n=192,stages=4,cluster_m=2,k_order=serpentine", (2304, 2176, 256), 1),
                    # many products of two tiles: each CTA acquires the maps of the products it reaches;
                    # stream-K's shared runs across the products of a batch
-                   ("v7", (256, 512, 64), 40), ("v7:block_n=128,stages=4,stream_k=true", (520, 900, 200), 3)]
+                   ("v7", (256, 512, 64), 40), ("v7:block_n=128,stages=4,stream_k=true", (520, 900, 200), 3),
+                   # 128x160 in a cluster sharing B: five 32-column C boxes a share; 7 x 3 tiles, an odd
+                   # count of tile rows leaves a partner without a tile
+                   ("v7:block_n=160,stages=4,cluster_m=2", (900, 420, 520), 1)]
 
 
 def check(label, c, a, b):

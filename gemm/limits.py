@@ -54,6 +54,16 @@ TMA_ALIGNMENT_BYTES = 16
 INPUT_BYTES = 2  # fp16 / bf16 operands and C
 
 
+def staging_swizzle(cols: int) -> int:
+    """The swizzle (bytes) of a C tile `cols` 16-bit columns wide staged in shared memory for a
+    TMA store: the widest that divides its columns, which keeps stmatrix free of bank
+    conflicts; the staged tile is stored in boxes of one swizzle row each."""
+    for width in (128, 64, 32):
+        if cols % (width // INPUT_BYTES) == 0:
+            return width
+    raise ValueError(f"a staged C tile needs a multiple of 16 columns, got {cols}")
+
+
 def tma_row_aligned(elements: int) -> bool:
     """Whether a contiguous row of `elements` 16-bit values is a whole number of TMA's 16-byte
     strides: where it is not, a call copies the rows into a padded buffer (gemm/padding.py)."""

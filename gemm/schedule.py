@@ -43,7 +43,7 @@ from .limits import (CONSUMER_OVERHEAD_REGISTERS, INPUT_BYTES, MAX_ACCUMULATOR_R
                      MAX_SHARED_BYTES_PER_BLOCK, MAX_THREADS_PER_SM, REGISTER_ALLOCATION_UNIT,
                      REGISTERS_PER_SM, RESERVED_SHARED_BYTES_PER_BLOCK, SCHEDULERS_PER_SM,
                      SETMAXNREG_MAX, SETMAXNREG_MIN, SETMAXNREG_STEP, SHARED_BYTES_PER_SM,
-                     WARPGROUP_THREADS, WGMMA_K, WGMMA_M, WGMMA_MAX_N, WGMMA_N_STEP)
+                     WARPGROUP_THREADS, WGMMA_K, WGMMA_M, WGMMA_MAX_N, WGMMA_N_STEP, staging_swizzle)
 
 FAMILIES = ("serial", "ring", "specialized")
 KERNEL_FAMILIES = ("serial", "ring", "specialized")  # those with a Numba kernel
@@ -157,6 +157,12 @@ class Schedule:
             return 0
         c_tile = self.block_m * self.block_n * INPUT_BYTES
         return c_tile if self.persistent else max(0, c_tile - self.ring_bytes)
+
+    @property
+    def c_store_boxes(self) -> int:
+        """TMA store boxes of each consumer warpgroup's share of a staged C tile (one swizzle row
+        of columns each: gemm.smem_layout.StagingLayout)."""
+        return self.block_n * INPUT_BYTES // staging_swizzle(self.block_n)
 
     @property
     def shared_bytes(self) -> int:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .limits import staging_swizzle
+
 ELEMENT_BYTES = 2
 SWIZZLES = (0, 32, 64, 128)
 # cuTensorMapEncodeTiled's CUtensorMapSwizzle and the descriptor's 2-bit mode
@@ -161,10 +163,7 @@ class StagingLayout:
 
     @property
     def swizzle(self) -> int:
-        for width in (128, 64, 32):
-            if self.cols % (width // ELEMENT_BYTES) == 0:
-                return width
-        raise ValueError(f"a staged C tile needs a multiple of 16 columns, got {self.cols}")
+        return staging_swizzle(self.cols)
 
     @property
     def box(self) -> tuple[int, int]:

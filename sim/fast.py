@@ -96,7 +96,7 @@ def steady_sm(s: Schedule, gpu: GpuProfile, ctas: int, k_iters: int, miss_rate: 
     elif s.stores_via_tma:
         store_rate = (g.tma_store_bytes_per_ns or g.l2_sm_bytes_per_ns or g.l2_sm_bytes_per_clk * g.clock_ghz) \
             / g.clock_ghz
-        epilogue = part / g.smem_bytes_per_clk + bar + g.tma_issue_clk
+        epilogue = part / g.smem_bytes_per_clk + bar + s.c_store_boxes * g.tma_issue_clk + g.staged_epilogue_clk
         drain = c * cw * part / store_rate                    # the last store leaves the SM
     else:
         epilogue = part / g.store_bytes_per_clk              # each warpgroup's stores at the store rate

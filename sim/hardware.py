@@ -216,6 +216,13 @@ class GpuProfile:
     # ---- epilogue ----
     store_bytes_per_clk: float = _p(32.0, "assumed", "the direct epilogue: one warpgroup's st.global of C in "
                                     "the accumulator fragment layout, bytes per clock")
+    staged_epilogue_clk: float = _p(0.0, "measured", "a consumer warpgroup's staged epilogue (epilogue='tma') "
+                                    "besides its share's bytes into shared memory at smem_bytes_per_clk, one "
+                                    "consumers' barrier and a TMA issue for each of its boxes: the wait for the "
+                                    "last tile's store to have read the staging tile, the second named barrier, "
+                                    "the async-proxy fence; once a tile, on the consumers' path; 0 leaves it out",
+                                    "clock64 stamps of consumer thread 0 around each tile's epilogue (sim/profiles/"
+                                    "<gpu>.json)")
     tma_store_bytes_per_ns: float | None = _p(None, "assumed", "a TMA store out of shared memory to L2, bytes "
                                               "per ns; None: the L2 port's read rate",
                                               "the write direction of the SM's port taken as fast as the read "

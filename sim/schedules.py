@@ -133,7 +133,7 @@ class Cta:
         # TMA bytes written to shared memory per WGMMA instruction of the K tile
         self.smem_write_per_instr = s.k_iteration_bytes / (self.k_steps * s.m_tiles_per_warpgroup
                                                             * s.consumer_warpgroups)
-        self.store_done: simpy.Event | None = None   # the last TMA store's read of the staging tile
+        self.store_done: dict[int, simpy.Event] = {}   # each warpgroup's last TMA store's read of its staging
 
     # ---- small timed steps, recorded when tracing ----
     def _step(self, role, name, cat, clk):
@@ -198,7 +198,7 @@ class Cta:
 
     def _epilogue(self, role, w, cbar):
         """One consumer warpgroup's share of the C tile leaves. `cbar`: the consumers' named
-        barrier (TMA store: every warpgroup's part must be in shared memory first)."""
+        barrier (split-K's partials; a non-persistent TMA store's staging over the ring)."""
         s, g = self.s, self.gpu
         part = s.rows_per_warpgroup * s.block_n * self.work.out_bytes
         partial = split_unit_ns(s, g)
@@ -208,15 +208,20 @@ class Cta:
             yield from self._sync(role, cbar, "consumers' barrier")
             yield from self._step(role, "split-K handshake + sum", "epilogue", g.ns_to_clk(after_ns))
         elif s.stores_via_tma:
-            if self.store_done is not None:   # the previous tile's store must have read the staging tile
-                yield from self._wait(role, "TMA store read (previous tile)", "epilogue", self.store_done)
+            # each warpgroup stages its own share behind its own named barrier and stores it box by
+            # box; staged over the drained ring (not persistent), every warpgroup is done with it first
+            if not s.persistent:
+                yield from self._sync(role, cbar, "consumers' barrier")
+            last = self.store_done.get(w)
+            if last is not None:   # the previous tile's store must have read this share's staging
+                yield from self._wait(role, "TMA store read (previous tile)", "epilogue", last)
             yield from self._step(role, "accumulators -> shared", "epilogue", part / g.smem_bytes_per_clk)
-            yield from self._sync(role, cbar, "consumers' barrier")
-            if w == 0:
-                yield from self._step(role, "TMA store issue", "epilogue", g.tma_issue_clk)
-                tile = part * s.consumer_warpgroups
-                rate = (g.tma_store_bytes_per_ns or g.l2_sm_bytes_per_ns or g.l2_sm_bytes_per_clk * g.clock_ghz)
-                self.store_done = self.eng.store(tile, rate / g.clock_ghz, self.trace, "TMA store")
+            yield from self._step(role, "warpgroup's barrier", "sync", g.bar_sync_clk)
+            if g.staged_epilogue_clk:
+                yield from self._step(role, "fence, barrier, last store's read", "epilogue", g.staged_epilogue_clk)
+            yield from self._step(role, "TMA store issue", "epilogue", s.c_store_boxes * g.tma_issue_clk)
+            rate = (g.tma_store_bytes_per_ns or g.l2_sm_bytes_per_ns or g.l2_sm_bytes_per_clk * g.clock_ghz)
+            self.store_done[w] = self.eng.store(part, rate / g.clock_ghz, self.trace, "TMA store")
         else:   # registers -> global in the accumulator fragment layout, each warpgroup at the store rate
             yield from self._step(role, "C stores", "epilogue", part / g.store_bytes_per_clk)
 
@@ -233,8 +238,8 @@ class Cta:
             yield simpy.AllOf(self.env, procs)
         else:
             yield from self._single_warpgroup()
-        if self.store_done is not None:   # the staging tile stays until the last store has read it
-            yield from self._wait("consumer 0", "TMA store drain", "epilogue", self.store_done)
+        if self.store_done:   # the staging tile stays until the last stores have read it
+            yield from self._wait("consumer 0", "TMA store drain", "epilogue", simpy.AllOf(self.env, self.store_done.values()))
         self.end = self.env.now
 
     def _single_warpgroup(self):

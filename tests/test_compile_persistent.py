@@ -18,6 +18,7 @@ CASES = [
     KernelConfig(preset("v7", cluster_m=1, cluster_n=2), "float16", "k", "mn"),
     KernelConfig(preset("v7", cluster_m=1, epilogue="direct", dependent_launch=False)),
     KernelConfig(preset("v7", block_n=192, stages=4, wgmma_in_flight=1)),
+    KernelConfig(preset("v7", block_n=160, stages=4, cluster_m=2), "bfloat16"),   # 5 C boxes of 32 columns
     KernelConfig(preset("v7", block_m=256, block_n=128, cluster_m=1, cluster_n=2), "bfloat16"),
     KernelConfig(preset("v6")),
     KernelConfig(preset("v6", epilogue="direct")),

@@ -19,6 +19,8 @@ SCHEDULES = {
     # a WGMMA group in flight across K tiles while a cluster of 2 shares B (multicast)
     "v7-192-cluster-inflight": preset("v7", block_n=192, stages=4, cluster_m=2, wgmma_in_flight=1),
     "v7-176": preset("v7", block_n=176),        # N not a power of two: WGMMA n=176, TMA-stored C boxes
+    # 128x160 in a cluster sharing B: five 32-column C boxes (64-byte swizzle) a warpgroup's share
+    "v7-160-cluster-m": preset("v7", block_n=160, stages=4, cluster_m=2),
     "v7-160-one-tile-per-cta": preset("v7", block_n=160, persistent=False, producer_registers=0,
                                       consumer_registers=0),
     "v6": preset("v6"),

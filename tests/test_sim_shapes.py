@@ -8,9 +8,10 @@ import time
 import pytest
 
 import sim
-from gemm.schedule import PRESETS, ScheduleError, preset
+from gemm.schedule import PRESETS, ScheduleError, from_spec, preset
 from sim import call
 from sim.engines import launch_grid, memory_traffic, residency
+from sim.schedules import simulate_sm
 
 G = "h200-sxm"
 
@@ -243,13 +244,19 @@ def test_setmaxnreg_sets_residency_by_the_launch_registers(g):
     assert r["registers_per_thread"] == preset("v7").launch_registers == 168 and r["limits"]["registers"] == 1
 
 
-def test_tma_store_epilogue_beats_register_stores(g):
-    """The TMA store leaves the consumers after one pass into shared memory (128 B/clk) instead
-    of st.global at the store path's rate; in a persistent kernel it overlaps the next tile."""
-    s = preset("v7", cluster_m=1)
-    tma = sim.predict(s, 8192, 8192, 512, gpu=g)
-    direct = sim.predict(s.replace(epilogue="direct"), 8192, 8192, 512, gpu=g)
-    assert tma.ms < direct.ms
+@pytest.mark.parametrize("spec,traced_clk", [("v7", 1022), ("v7:block_m=256,block_n=128,cluster_n=2", 892)])
+def test_staged_epilogue_costs_what_the_tile_trace_measured(g, spec, traced_clk):
+    """The TMA-store epilogue holds the consumers for their share into shared memory, a barrier,
+    a TMA issue a box and the fixed clocks around them (the last store's read, the second
+    barrier, the async-proxy fence): run 47's per-tile trace, 1022 clocks a 64x256 share and 892
+    a 128x128 one, which staged_epilogue_clk (their mean less the other terms) gives within 5%.
+    The direct epilogue's store rate is assumed (store_bytes_per_clk), so the two are not ranked
+    here: measured, st.global of C is slower (docs/model.md)."""
+    spans = simulate_sm(from_spec(spec), g, ctas=1, k_iters=8, miss_rate=0.0, trace=True)["trace"].spans
+    mine = [sp for sp in spans if sp[0] == "consumer 0"]
+    start = next(t0 for _, name, _, t0, _ in mine if name == "accumulators -> shared")
+    end = next(t1 for _, name, _, _, t1 in mine if name == "TMA store issue")
+    assert end - start == pytest.approx(traced_clk, rel=0.05)
 
 
 def test_fp16_accumulation_halves_the_accumulators(g):

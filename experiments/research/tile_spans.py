@@ -5,6 +5,8 @@ have saved over the static round robin the kernel walks (docs/research/notes.md 
 
   python -m experiments.research.tile_spans --dump FILE.npz   # on the GPU: launch, keep the stamps
   python -m experiments.research.tile_spans --summarize FILE.npz
+  python -m experiments.research.tile_spans --staged-epilogue experiments/results/h200-sxm/logs/bench/run47-tile-trace.log
+                                     # the profile's staged_epilogue_clk from the per-tile trace
 
 Each case runs `LAUNCHES` times back to back (fp16, A [M, K], B stored [N, K]); the stamps of
 the last `KEPT` are kept. A CTA's span runs from its own start to its end (%globaltimer), its
@@ -14,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import heapq
+import re
 import statistics
+from pathlib import Path
 
 CASES = (("sq4096", 4096, 4096, 4096, "v7"),
          ("sq4096", 4096, 4096, 4096, "v7:block_m=256,block_n=128,cluster_n=2"),
@@ -108,11 +112,47 @@ def measure(path) -> None:
     np.savez_compressed(path, **arrays)
 
 
+EPILOGUE_MEDIAN = re.compile(r"^(\S+)\s+(v\S+)\s.*clk medians:.*?\bepilogue (\d+)")
+
+
+def staged_epilogue_clk(log_path, gpu: str = "h200-sxm") -> list[dict]:
+    """Per case of a per-tile trace (docs/research/patches/tile-trace-4d8c3a2.patch: consumer
+    thread 0's clock64 around each tile's epilogue, run 47), the median epilogue less what the
+    model's other terms give it (sim.fast: the warpgroup's share into shared memory at
+    smem_bytes_per_clk, one consumers' barrier, a TMA issue per box): the profile's
+    staged_epilogue_clk is their mean. The cases with the same tile measure the same thing
+    (every tile's epilogue is the same code); each tile counts once."""
+    from gemm.schedule import INPUT_BYTES, from_spec
+    from sim.hardware import load_profile
+    g = load_profile(gpu)
+    seen, rows = set(), []
+    for line in Path(log_path).read_text().splitlines():
+        m = EPILOGUE_MEDIAN.match(line)
+        if not m or m.group(2) in seen:
+            continue
+        seen.add(m.group(2))
+        s = from_spec(m.group(2))
+        share = s.rows_per_warpgroup * s.block_n * INPUT_BYTES
+        modelled = share / g.smem_bytes_per_clk + g.bar_sync_clk + s.c_store_boxes * g.tma_issue_clk
+        rows.append({"schedule": s.name, "measured_clk": int(m.group(3)), "modelled_clk": modelled,
+                     "staged_epilogue_clk": int(m.group(3)) - modelled})
+    return rows
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dump", help="measure on the GPU and save the stamps here (npz)")
     p.add_argument("--summarize", help="summarize a saved record")
+    p.add_argument("--staged-epilogue", metavar="LOG", help="the profile's staged_epilogue_clk from a per-tile "
+                   "trace's log (run 47)")
     args = p.parse_args(argv)
+    if args.staged_epilogue:
+        rows = staged_epilogue_clk(args.staged_epilogue)
+        for r in rows:
+            print(f"{r['schedule']:40s} epilogue {r['measured_clk']:5d} clk, the model's other terms "
+                  f"{r['modelled_clk']:5.0f}: {r['staged_epilogue_clk']:5.0f}")
+        print(f"staged_epilogue_clk = {statistics.mean(r['staged_epilogue_clk'] for r in rows):.0f}")
+        return 0
     path = args.dump or args.summarize
     if path is None:
         p.error("give --dump FILE (GPU) or --summarize FILE")
