@@ -1,5 +1,5 @@
 """Which kernels cuBLAS runs on the suite's shapes, and how long theirs and ours take inside the GPU.
-python -m experiments.research.cublas_kernels [--shapes sq4096,dec64-up] [--ours SPEC]   (on the GPU)
+python -m experiments.research.cublas_kernels [--shapes sq4096,dec64-up] [--suite-file F] [--ours SPEC]   (on the GPU)
 
 For each shape: torch.matmul's kernels as CUPTI sees them (torch.profiler: name, which for
 cuBLASLt's nvjet kernels spells the tile, K step, stages and cluster, and device time per
@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+from pathlib import Path
 
 from experiments.bench import SUITE, _operands
 from experiments.timing import back_to_back_us
@@ -36,21 +37,22 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shapes", default="sq4096,sq8192,llama7b-qkv,llama7b-up,llama7b-down,dec1-up,dec64-up,"
                     "dec64-down,dec128-down,k16k-1024", help="suite shapes by name")
+    ap.add_argument("--suite-file", type=Path, default=SUITE, help="the shape list (shapes.json's format)")
     ap.add_argument("--ours", help="also time this schedule of ours (e.g. v7:cluster_m=2)")
     args = ap.parse_args(argv)
     import torch
-    shapes = {s["name"]: s for s in json.loads(SUITE.read_text())["shapes"]}
+    shapes = {s["name"]: s for s in json.loads(args.suite_file.read_text())["shapes"]}
     for name in args.shapes.split(","):
         s = shapes[name]
-        m, n, k = s["m"], s["n"], s["k"]
-        sets = [_operands(dict(s, batch=1, dtype="float16"), seed) for seed in range(3)]   # A, B = W.T
+        m, n, k, dtype = s["m"], s["n"], s["k"], s.get("dtype", "float16")
+        sets = [_operands(dict(s, batch=1, dtype=dtype), seed) for seed in range(3)]   # A, B = W.T
         fns = {"cuBLAS": lambda i: torch.matmul(*sets[i % 3])}
         if args.ours:
             from gemm.kernels import KernelConfig
             from gemm.launch import launch_gemm, load_kernel
             from gemm.schedule import from_spec
-            loaded = load_kernel(KernelConfig(from_spec(args.ours), "float16", "k", "k"))
-            c = torch.empty(m, n, device="cuda").half()
+            loaded = load_kernel(KernelConfig(from_spec(args.ours), dtype, "k", "k"))
+            c = torch.empty(m, n, device="cuda", dtype=getattr(torch, dtype))
             stream = torch.cuda.current_stream().cuda_stream
             preps = [launch_gemm(loaded, a.data_ptr(), k, b.data_ptr(), k, c.data_ptr(), n, m, n, k, stream)
                      for a, b in sets]
