@@ -218,8 +218,8 @@ class GpuProfile:
                                     "the accumulator fragment layout, bytes per clock")
     staged_epilogue_clk: float = _p(0.0, "measured", "a consumer warpgroup's staged epilogue (epilogue='tma') "
                                     "besides its share's bytes into shared memory at smem_bytes_per_clk, one "
-                                    "consumers' barrier and a TMA issue for each of its boxes: the wait for the "
-                                    "last tile's store to have read the staging tile, the second named barrier, "
+                                    "named barrier and a TMA issue for each of its boxes: the leader's check that "
+                                    "the last tile's store has read the staging tile, the second named barrier, "
                                     "the async-proxy fence; once a tile, on the consumers' path; 0 leaves it out",
                                     "clock64 stamps of consumer thread 0 around each tile's epilogue (sim/profiles/"
                                     "<gpu>.json)")

@@ -218,7 +218,8 @@ class Cta:
             yield from self._step(role, "accumulators -> shared", "epilogue", part / g.smem_bytes_per_clk)
             yield from self._step(role, "warpgroup's barrier", "sync", g.bar_sync_clk)
             if g.staged_epilogue_clk:
-                yield from self._step(role, "fence, barrier, last store's read", "epilogue", g.staged_epilogue_clk)
+                yield from self._step(role, "staged epilogue's fixed clocks (fence, barriers)", "epilogue",
+                                      g.staged_epilogue_clk)
             yield from self._step(role, "TMA store issue", "epilogue", s.c_store_boxes * g.tma_issue_clk)
             rate = (g.tma_store_bytes_per_ns or g.l2_sm_bytes_per_ns or g.l2_sm_bytes_per_clk * g.clock_ghz)
             self.store_done[w] = self.eng.store(part, rate / g.clock_ghz, self.trace, "TMA store")
@@ -239,7 +240,8 @@ class Cta:
         else:
             yield from self._single_warpgroup()
         if self.store_done:   # the staging tile stays until the last stores have read it
-            yield from self._wait("consumer 0", "TMA store drain", "epilogue", simpy.AllOf(self.env, self.store_done.values()))
+            yield from self._wait("consumer 0", "TMA store drain", "epilogue",
+                                  simpy.AllOf(self.env, self.store_done.values()))
         self.end = self.env.now
 
     def _single_warpgroup(self):
