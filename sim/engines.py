@@ -394,6 +394,13 @@ def zero_fill_clk(gpu: GpuProfile, oob_rows: float) -> float:
     return oob_rows * gpu.ns_to_clk(gpu.tma_oob_row_ns)
 
 
+def staged_epilogue_clk(s: Schedule, gpu: GpuProfile, share_bytes: float) -> float:
+    """A consumer warpgroup's staged (TMA-store) epilogue on its own path: its share into shared
+    memory, its named barrier, a TMA issue a box, and the profile's fixed clocks around them."""
+    return (share_bytes / gpu.smem_bytes_per_clk + gpu.bar_sync_clk + s.c_store_boxes * gpu.tma_issue_clk
+            + gpu.staged_epilogue_clk)
+
+
 def partial_tile_ns(s: Schedule, gpu: GpuProfile) -> tuple[float, float] | None:
     """A split unit's partial tile once its K loop is done, in ns, where the profile has it
     measured (experiments.research.split_k_phases): (the CTA's fp32 stores of the whole tile up

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from gemm.schedule import WGMMA_K, Schedule
 
-from .engines import Trace, box_clk, multicast_port_share, split_unit_ns, wgmma_clk, zero_fill_clk
+from .engines import (Trace, box_clk, multicast_port_share, split_unit_ns, staged_epilogue_clk, wgmma_clk,
+                      zero_fill_clk)
 from .hardware import GpuProfile, load_profile
 from .schedules import CtaWork, boxes, oob_rows
 
@@ -96,7 +97,7 @@ def steady_sm(s: Schedule, gpu: GpuProfile, ctas: int, k_iters: int, miss_rate: 
     elif s.stores_via_tma:
         store_rate = (g.tma_store_bytes_per_ns or g.l2_sm_bytes_per_ns or g.l2_sm_bytes_per_clk * g.clock_ghz) \
             / g.clock_ghz
-        epilogue = part / g.smem_bytes_per_clk + bar + s.c_store_boxes * g.tma_issue_clk + g.staged_epilogue_clk
+        epilogue = staged_epilogue_clk(s, g, part)
         drain = c * cw * part / store_rate                    # the last store leaves the SM
     else:
         epilogue = part / g.store_bytes_per_clk              # each warpgroup's stores at the store rate

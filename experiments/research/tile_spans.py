@@ -122,7 +122,10 @@ def staged_epilogue_clk(log_path, gpu: str = "h200-sxm") -> list[dict]:
     smem_bytes_per_clk, one consumers' barrier, a TMA issue per box): the profile's
     staged_epilogue_clk is their mean. The cases with the same tile measure the same thing
     (every tile's epilogue is the same code); each tile counts once."""
+    import dataclasses
+
     from gemm.schedule import INPUT_BYTES, from_spec
+    from sim.engines import staged_epilogue_clk as model_epilogue_clk
     from sim.hardware import load_profile
     g = load_profile(gpu)
     seen, rows = set(), []
@@ -133,7 +136,7 @@ def staged_epilogue_clk(log_path, gpu: str = "h200-sxm") -> list[dict]:
         seen.add(m.group(2))
         s = from_spec(m.group(2))
         share = s.rows_per_warpgroup * s.block_n * INPUT_BYTES
-        modelled = share / g.smem_bytes_per_clk + g.bar_sync_clk + s.c_store_boxes * g.tma_issue_clk
+        modelled = model_epilogue_clk(s, dataclasses.replace(g, staged_epilogue_clk=0.0), share)
         rows.append({"schedule": s.name, "measured_clk": int(m.group(3)), "modelled_clk": modelled,
                      "staged_epilogue_clk": int(m.group(3)) - modelled})
     return rows

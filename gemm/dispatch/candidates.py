@@ -58,8 +58,7 @@ SPECS = (
     "v7:block_n=128,stages=4,cluster_m=2",                       # 128x128
     "v7:block_n=160,stages=4,cluster_m=2",                       # 128x160: 512 tiles of a 1024 x 10240
                                                                  # product (3.88 waves), where 128x256
-                                                                 # has 2.42; 244 us against 263 for
-                                                                 # 128x128 (bf16, K 8192)
+                                                                 # has 2.42 and 128x128 twice the tiles
     "v7:stream_k=true",                                          # stream-K: the last waves evened out
     "v7:block_n=128,stages=4,stream_k=true",
     "v7:block_n=128,stages=4,split_k=2",
@@ -142,8 +141,8 @@ def candidates(m: int, n: int, k: int, batch: int = 1, dtype: str = "float16",
                sm_count: int = SM_COUNT_H100_H200) -> list[Schedule]:
     """The candidates worth considering for one shape: split-K only where K holds at least
     4 K tiles per slice (less would spend more on the partials than it wins) and its whole
-    tiles are fewer than the SMs (every sweep's split-K winner had at most half a wave of them;
-    with 1.2-15 waves split 2 lost 5-19%: docs/research/notes.md item 195); stream-K only
+    tiles are fewer than the SMs (with a wave or more of them every SM has work, and the
+    partials only add to it); stream-K only
     where its tiles are fewer than the SMs (with a full wave or more, sharing tiles by K
     iteration measured 3-27% slower than whole tiles: docs/research/notes.md items 84, 87)
     and the panels its tiles share fit in L2 (stream_k_keeps_reuse);
@@ -156,7 +155,7 @@ def candidates(m: int, n: int, k: int, batch: int = 1, dtype: str = "float16",
             continue
         if s.split_k > 1 and (k < 4 * s.split_k * s.block_k or whole_tiles(s, m, n, batch) >= sm_count):
             continue
-        if s.stream_k and (-(-m // s.block_m) * -(-n // s.block_n) * batch >= sm_count
+        if s.stream_k and (whole_tiles(s, m, n, batch) >= sm_count
                            or not stream_k_keeps_reuse(s, m, n, k, batch)):
             continue
         if batch > 1 and (s.producer_warps != 4 or s.swap_ab):
