@@ -54,7 +54,12 @@ WARPGROUP_CASES = [("v6", (300, 264, 200), 1), ("v7", (384, 264, 520), 1), ("v7:
                    ("v7", (256, 512, 64), 40), ("v7:block_n=128,stages=4,stream_k=true", (520, 900, 200), 3),
                    # 128x160 in a cluster sharing B: five 32-column C boxes a share; 7 x 3 tiles, an odd
                    # count of tile rows leaves a partner without a tile
-                   ("v7:block_n=160,stages=4,cluster_m=2", (900, 420, 520), 1)]
+                   ("v7:block_n=160,stages=4,cluster_m=2", (900, 420, 520), 1),
+                   # 128x320: two WGMMA column blocks a warpgroup, B in two 160-row slabs (or multicast
+                   # halves), C staged in two passes; a last column of tiles 60 wide (its second pass
+                   # wholly past N), and in the cluster an odd count of tile rows
+                   ("v7:block_n=320", (900, 700, 520), 1),
+                   ("v7:block_n=320,cluster_m=2,producer_registers=48,consumer_registers=224", (1100, 700, 520), 1)]
 
 
 def check(label, c, a, b):

@@ -53,6 +53,7 @@ PHASE_STORAGE = ("register", "local")
 ACCUMULATE = ("float32", "float16")
 K_ORDERS = ("forward", "serpentine")
 MAX_STREAM_K_WAVES = 2      # full waves stream-K may share besides the partial one
+MAX_BLOCK_N = 2 * WGMMA_MAX_N   # a tile is at most two WGMMA column blocks wide
 
 
 class ScheduleError(ValueError):
@@ -149,20 +150,41 @@ class Schedule:
         return self.epilogue == "tma" and self.split_k == 1
 
     @property
+    def c_staging_passes(self) -> int:
+        """Column passes each consumer warpgroup stages its share of C in (persistent kernels):
+        one, unless the whole C tile beside the ring would overflow shared memory (a 128x320
+        tile's 80 KB beside three 56 KB stages); then two, each half the columns in the same
+        staging tile, the second waiting until the first's TMA store has read it."""
+        if not (self.stores_via_tma and self.persistent):
+            return 1
+        c_tile = self.block_m * self.block_n * INPUT_BYTES
+        rest = self.ring_bytes + self.barrier_bytes + self.split_exchange_bytes + 1024
+        half = self.block_n // 2
+        if rest + c_tile > MAX_SHARED_BYTES_PER_BLOCK and half % 16 == 0:
+            return 2
+        return 1
+
+    @property
+    def c_staging_cols(self) -> int:
+        """Columns of C one staging pass holds."""
+        return self.block_n // self.c_staging_passes
+
+    @property
     def epilogue_bytes(self) -> int:
         """Shared memory the TMA-store epilogue stages C in (16-bit). A persistent kernel keeps
-        its own C tile, since the producer refills the ring meanwhile; otherwise the epilogue
-        reuses the drained ring and needs only what the ring lacks."""
+        its own C tile (or one pass's columns of it), since the producer refills the ring
+        meanwhile; otherwise the epilogue reuses the drained ring and needs only what the ring
+        lacks."""
         if not self.stores_via_tma:
             return 0
         c_tile = self.block_m * self.block_n * INPUT_BYTES
-        return c_tile if self.persistent else max(0, c_tile - self.ring_bytes)
+        return c_tile // self.c_staging_passes if self.persistent else max(0, c_tile - self.ring_bytes)
 
     @property
     def c_store_boxes(self) -> int:
-        """TMA store boxes of each consumer warpgroup's share of a staged C tile (one swizzle row
-        of columns each: gemm.smem_layout.StagingLayout)."""
-        return self.block_n * INPUT_BYTES // staging_swizzle(self.block_n)
+        """TMA store boxes of each consumer warpgroup's share of a staged C tile, over all its
+        passes (one swizzle row of columns each: gemm.smem_layout.StagingLayout)."""
+        return self.block_n * INPUT_BYTES // staging_swizzle(self.c_staging_cols)
 
     @property
     def shared_bytes(self) -> int:
@@ -197,8 +219,22 @@ class Schedule:
         return max(MAX_ACCUMULATOR_REGISTERS, self.consumer_registers - CONSUMER_OVERHEAD_REGISTERS)
 
     @property
+    def n_tiles_per_warpgroup(self) -> int:
+        """WGMMA column blocks each consumer warpgroup issues per k16 step and m64 row block: one
+        covers a tile up to WGMMA's widest N (256); a wider tile (128x320, say) is cut into equal
+        blocks, whose accumulators, one block's after the other's, lie in registers as one
+        instruction of the whole width would hold them."""
+        return -(-self.block_n // WGMMA_MAX_N)
+
+    @property
     def wgmma_n(self) -> int:
-        return self.block_n
+        """N of each WGMMA: the tile's width over its column blocks."""
+        return self.block_n // self.n_tiles_per_warpgroup
+
+    @property
+    def wgmmas_per_k_step(self) -> int:
+        """WGMMAs each consumer warpgroup issues per k16 step (m64 row blocks x column blocks)."""
+        return self.m_tiles_per_warpgroup * self.n_tiles_per_warpgroup
 
     @property
     def multicast_size(self) -> int:
@@ -255,9 +291,11 @@ class Schedule:
              f"block_m={self.block_m} must be a multiple of {WGMMA_M} x consumer_warpgroups "
              f"({WGMMA_M * self.consumer_warpgroups}): each warpgroup issues m64 WGMMAs")
         n_step = 16 if self.stores_via_tma else WGMMA_N_STEP
-        need(self.block_n > 0 and self.block_n % n_step == 0 and self.block_n <= WGMMA_MAX_N,
-             f"block_n={self.block_n} must be a multiple of {n_step} and at most {WGMMA_MAX_N} "
-             "(one WGMMA, N a multiple of 8, covers the whole tile width"
+        need(self.block_n > 0 and self.block_n <= MAX_BLOCK_N
+             and self.block_n % (n_step * self.n_tiles_per_warpgroup) == 0,
+             f"block_n={self.block_n} must be at most {MAX_BLOCK_N} and, cut into "
+             f"{self.n_tiles_per_warpgroup} equal WGMMA column block(s) of at most {WGMMA_MAX_N}, "
+             f"a multiple of {n_step} each (WGMMA's N is a multiple of {WGMMA_N_STEP}"
              + ("; the TMA-store epilogue writes C in 16-column stmatrix blocks)" if n_step == 16 else ")"))
         need(self.block_k > 0 and self.block_k % WGMMA_K == 0 and self.block_k <= 128,
              f"block_k={self.block_k} must be a multiple of {WGMMA_K} (the WGMMA K) and at most 128")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .limits import staging_swizzle
+from .limits import TMA_MAX_BOX, WGMMA_M, staging_swizzle
 
 ELEMENT_BYTES = 2
 SWIZZLES = (0, 32, 64, 128)
@@ -71,19 +71,35 @@ class OperandLayout:
         return (self.k if self.major == "k" else self.mn) // self.row_elems
 
     @property
+    def row_slabs(self) -> int:
+        """TMA loads per box column of a K-major part: a box is at most TMA_MAX_BOX rows, so a
+        part with more rows (a 320-row B tile loaded whole) is loaded in equal slabs of 8-row
+        groups. An MN-major tile's boxes are block_k rows and need no slabs."""
+        if self.major != "k":
+            return 1
+        rows = self.mn // self.parts
+        slabs = -(-rows // TMA_MAX_BOX)
+        while rows % (8 * slabs):
+            slabs += 1
+        return slabs
+
+    @property
     def tma_box(self) -> tuple[int, int]:
-        """The box one TMA load copies: a whole box column of the tile, or for a multicast
-        operand of a K-major tile, 1/parts of its rows (an MN-major tile splits by boxes)."""
+        """The box one TMA load copies: a whole box column of the tile, or for a K-major tile,
+        one slab of its part's rows (a multicast operand's part is 1/parts of them; an MN-major
+        tile splits by boxes)."""
         inner, outer = self.box
-        return (inner, outer // self.parts) if self.major == "k" else (inner, outer)
+        return (inner, outer // (self.parts * self.row_slabs)) if self.major == "k" else (inner, outer)
 
     def part_boxes(self, part: int) -> list[tuple[int, int, int]]:
         """(byte offset in the tile, inner, outer element offsets) of each TMA load that CTA
         `part` issues for its share of the tile."""
         if self.major == "k":
             rows = self.mn // self.parts
-            return [(i * self.box_bytes + part * rows * self.width, i * self.row_elems, part * rows)
-                    for i in range(self.boxes)]
+            slab = rows // self.row_slabs
+            return [(i * self.box_bytes + (part * rows + j * slab) * self.width, i * self.row_elems,
+                     part * rows + j * slab)
+                    for i in range(self.boxes) for j in range(self.row_slabs)]
         per = self.boxes // self.parts
         return [(i * self.box_bytes, i * self.row_elems, 0) for i in range(part * per, (part + 1) * per)]
 
@@ -123,17 +139,21 @@ class OperandLayout:
         return ((self.leading_byte_offset >> 4) << 16) | ((self.stride_byte_offset >> 4) << 32) \
             | (DESCRIPTOR_SWIZZLE[self.swizzle] << 62)
 
-    def offset(self, k_step: int, m_block: int = 0) -> int:
-        """Byte offset, from the tile start, of the operand of one WGMMA: the
-        k16 step `k_step` and the 64-row block `m_block` (A only)."""
+    def offset(self, k_step: int, block: int = 0, block_rows: int = WGMMA_M) -> int:
+        """Byte offset, from the tile start, of the operand of one WGMMA: the k16 step
+        `k_step` and the block `block` of `block_rows` rows (A: 64-row blocks; B: column
+        blocks of a tile wider than one WGMMA)."""
         if self.major == "k":
             kbytes = k_step * 16 * ELEMENT_BYTES
             if self.swizzle:
                 k_off = (kbytes // self.width) * self.box_bytes + kbytes % self.width
             else:
                 k_off = (kbytes // self.width) * self.box_bytes
-            return k_off + m_block * 64 * self.width
-        return k_step * 16 * self.width + m_block * (64 // self.row_elems) * self.box_bytes
+            return k_off + block * block_rows * self.width
+        if block and block_rows % self.row_elems:
+            raise ValueError(f"an MN-major block of {block_rows} rows does not start on a "
+                             f"{self.row_elems}-element swizzle row")
+        return k_step * 16 * self.width + block * (block_rows // self.row_elems) * self.box_bytes
 
     @property
     def transpose_bit(self) -> int:
@@ -141,14 +161,16 @@ class OperandLayout:
         return 0 if self.major == "k" else 1
 
 
-def default_swizzle(major: str, k: int, mn: int = 64, parts: int = 1) -> int:
+def default_swizzle(major: str, k: int, mn: int = 64, parts: int = 1, block: int | None = None) -> int:
     """The widest swizzle a tile allows: K-major rows are 2*k bytes wide; an MN-major
     tile's mn extent must be a whole number of swizzle rows, and, when `parts` CTAs share
-    the tile by multicast, of `parts` equal runs of them."""
+    the tile by multicast, of `parts` equal runs of them; so must each WGMMA's `block` of
+    it (a tile wider than one WGMMA)."""
     if major == "k":
         return min(128, k * ELEMENT_BYTES)
+    block = mn if block is None else block
     for width in (128, 64, 32):
-        if mn % (parts * width // ELEMENT_BYTES) == 0:
+        if mn % (parts * width // ELEMENT_BYTES) == 0 and block % (width // ELEMENT_BYTES) == 0:
             return width
     return 0
 

@@ -394,11 +394,26 @@ def zero_fill_clk(gpu: GpuProfile, oob_rows: float) -> float:
     return oob_rows * gpu.ns_to_clk(gpu.tma_oob_row_ns)
 
 
+def tma_store_bytes_per_clk(gpu: GpuProfile) -> float:
+    """The rate a TMA store reads a staged C tile out of shared memory into L2, bytes a clock."""
+    return (gpu.tma_store_bytes_per_ns or gpu.l2_sm_bytes_per_ns or gpu.l2_sm_bytes_per_clk * gpu.clock_ghz) \
+        / gpu.clock_ghz
+
+
+def staging_passes_clk(s: Schedule, gpu: GpuProfile, share_bytes: float) -> float:
+    """What staging C in passes (Schedule.c_staging_passes) adds to a warpgroup's epilogue: each
+    later pass waits until the pass before's TMA store has read the staging tile, and syncs the
+    warpgroup once more."""
+    passes = s.c_staging_passes
+    return (passes - 1) * (share_bytes / passes / tma_store_bytes_per_clk(gpu) + gpu.bar_sync_clk)
+
+
 def staged_epilogue_clk(s: Schedule, gpu: GpuProfile, share_bytes: float) -> float:
     """A consumer warpgroup's staged (TMA-store) epilogue on its own path: its share into shared
-    memory, its named barrier, a TMA issue a box, and the profile's fixed clocks around them."""
+    memory, its named barrier, a TMA issue a box, the profile's fixed clocks around them, and
+    the waits between staging passes."""
     return (share_bytes / gpu.smem_bytes_per_clk + gpu.bar_sync_clk + s.c_store_boxes * gpu.tma_issue_clk
-            + gpu.staged_epilogue_clk)
+            + gpu.staged_epilogue_clk + staging_passes_clk(s, gpu, share_bytes))
 
 
 def partial_tile_ns(s: Schedule, gpu: GpuProfile) -> tuple[float, float] | None:

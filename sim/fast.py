@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from gemm.schedule import WGMMA_K, Schedule
 
-from .engines import (Trace, box_clk, multicast_port_share, split_unit_ns, staged_epilogue_clk, wgmma_clk,
+from .engines import (Trace, box_clk, multicast_port_share, split_unit_ns, staged_epilogue_clk, tma_store_bytes_per_clk, wgmma_clk,
                       zero_fill_clk)
 from .hardware import GpuProfile, load_profile
 from .schedules import CtaWork, boxes, oob_rows
@@ -49,7 +49,7 @@ def steady_sm(s: Schedule, gpu: GpuProfile, ctas: int, k_iters: int, miss_rate: 
                      hbm_share=1.0 / s.cluster_m)
     mem = (max(pa, ha) + max(pb, hb)) if loads else 0.0       # a K tile's boxes, one after the other
     fill = zero_fill_clk(g, a_oob + b_oob) if loads else 0.0  # their zeros, beside the transfers
-    group = g.wgmma_fill_clk + (s.block_k // WGMMA_K) * s.m_tiles_per_warpgroup * wgmma_clk(g, s.wgmma_n)
+    group = g.wgmma_fill_clk + (s.block_k // WGMMA_K) * s.wgmmas_per_k_step * wgmma_clk(g, s.wgmma_n)
     group = group if mmas else 0.0
     tail = g.wgmma_tail(s.wgmma_n) if mmas else 0.0
     issue_load = g.mbarrier_arrive_clk + 2 * g.tma_issue_clk
@@ -95,8 +95,7 @@ def steady_sm(s: Schedule, gpu: GpuProfile, ctas: int, k_iters: int, miss_rate: 
             epilogue -= min(epilogue, load_trip)
         drain = 0.0
     elif s.stores_via_tma:
-        store_rate = (g.tma_store_bytes_per_ns or g.l2_sm_bytes_per_ns or g.l2_sm_bytes_per_clk * g.clock_ghz) \
-            / g.clock_ghz
+        store_rate = tma_store_bytes_per_clk(g)
         epilogue = staged_epilogue_clk(s, g, part)
         drain = c * cw * part / store_rate                    # the last store leaves the SM
     else:

@@ -29,7 +29,8 @@ import simpy
 
 from gemm.schedule import INPUT_BYTES, WGMMA_K, Schedule
 
-from .engines import ACCUMULATOR_BYTES, BlockBarrier, Mbarrier, SmEngines, Trace, split_unit_ns
+from .engines import (ACCUMULATOR_BYTES, BlockBarrier, Mbarrier, SmEngines, Trace, split_unit_ns,
+                      staging_passes_clk, tma_store_bytes_per_clk)
 from .hardware import GpuProfile
 
 SIM_TILES = 3   # tiles of a persistent CTA simulated; the rest extrapolated at their period
@@ -131,7 +132,7 @@ class Cta:
         # per-stage phases live in a local-memory array (phase_storage="local")
         self.index_clk = gpu.runtime_index_clk + (gpu.phase_local_clk if s.phase_storage == "local" else 0)
         # TMA bytes written to shared memory per WGMMA instruction of the K tile
-        self.smem_write_per_instr = s.k_iteration_bytes / (self.k_steps * s.m_tiles_per_warpgroup
+        self.smem_write_per_instr = s.k_iteration_bytes / (self.k_steps * s.wgmmas_per_k_step
                                                             * s.consumer_warpgroups)
         self.store_done: dict[int, simpy.Event] = {}   # each warpgroup's last TMA store's read of its staging
 
@@ -215,14 +216,17 @@ class Cta:
             last = self.store_done.get(w)
             if last is not None:   # the previous tile's store must have read this share's staging
                 yield from self._wait(role, "TMA store read (previous tile)", "epilogue", last)
+            # (the steps of engines.staged_epilogue_clk, one by one)
             yield from self._step(role, "accumulators -> shared", "epilogue", part / g.smem_bytes_per_clk)
             yield from self._step(role, "warpgroup's barrier", "sync", g.bar_sync_clk)
             if g.staged_epilogue_clk:
                 yield from self._step(role, "staged epilogue's fixed clocks (fence, barriers)", "epilogue",
                                       g.staged_epilogue_clk)
             yield from self._step(role, "TMA store issue", "epilogue", s.c_store_boxes * g.tma_issue_clk)
-            rate = (g.tma_store_bytes_per_ns or g.l2_sm_bytes_per_ns or g.l2_sm_bytes_per_clk * g.clock_ghz)
-            self.store_done[w] = self.eng.store(part, rate / g.clock_ghz, self.trace, "TMA store")
+            between = staging_passes_clk(s, g, part)
+            if between:
+                yield from self._step(role, "second staging pass: the first's store read", "epilogue", between)
+            self.store_done[w] = self.eng.store(part, tma_store_bytes_per_clk(g), self.trace, "TMA store")
         else:   # registers -> global in the accumulator fragment layout, each warpgroup at the store rate
             yield from self._step(role, "C stores", "epilogue", part / g.store_bytes_per_clk)
 
@@ -250,7 +254,7 @@ class Cta:
         bar = BlockBarrier(self.env, 1, g.bar_sync_clk)
         serial = s.family == "serial"
         phase = [0] * s.stages
-        instructions = self.k_steps * s.m_tiles_per_warpgroup
+        instructions = self.k_steps * s.wgmmas_per_k_step
         if not serial:
             for it in range(min(s.stages, self.k_iters)):
                 yield from self._issue_load(role, it)
@@ -296,7 +300,7 @@ class Cta:
 
     def _consumer(self, w, bar, cbar):
         s, role = self.s, f"consumer {w}"
-        instructions = self.k_steps * s.m_tiles_per_warpgroup
+        instructions = self.k_steps * s.wgmmas_per_k_step
         in_flight: list[tuple[int, simpy.Event]] = []   # (stage, done) of committed groups
         for tile in range(self.tiles):
             for it in range(self.k_iters):

@@ -20,6 +20,10 @@ CASES = [
     KernelConfig(preset("v7", block_n=192, stages=4, wgmma_in_flight=1)),
     KernelConfig(preset("v7", block_n=160, stages=4, cluster_m=2), "bfloat16"),   # 5 C boxes of 32 columns
     KernelConfig(preset("v7", block_m=256, block_n=128, cluster_m=1, cluster_n=2), "bfloat16"),
+    # two m64n160 column blocks a warpgroup; B loaded in two 160-row slabs; C staged in two passes
+    KernelConfig(preset("v7", block_n=320)),
+    KernelConfig(preset("v7", block_n=320, cluster_m=2, producer_registers=48, consumer_registers=224),
+                 "bfloat16", "mn", "mn"),   # (at 40 registers the producer of 5 B boxes spills)
     KernelConfig(preset("v6")),
     KernelConfig(preset("v6", epilogue="direct")),
     KernelConfig(preset("v7", block_n=160, persistent=False, cluster_m=1, producer_registers=0,
@@ -64,8 +68,8 @@ def test_feature_instructions(compiled):
     cfg, ptx = compiled.config, compiled.ptx
     s = cfg.schedule
     acc = "f16" if s.accumulate == "float16" else "f32"
-    assert f"m64n{s.block_n}k16.{acc}." in ptx
-    per_tile = (s.block_k // 16) * cfg.m_blocks
+    assert f"m64n{s.wgmma_n}k16.{acc}." in ptx
+    per_tile = (s.block_k // 16) * s.wgmmas_per_k_step
     assert len(re.findall(r"wgmma\.mma_async", ptx)) % per_tile == 0
     assert (f".reqnctapercluster {s.cluster_size}, 1, 1" in ptx) == (s.cluster_size > 1)
     assert ("multicast::cluster" in ptx) == (s.multicast_size == 2)

@@ -21,6 +21,11 @@ SCHEDULES = {
     "v7-176": preset("v7", block_n=176),        # N not a power of two: WGMMA n=176, TMA-stored C boxes
     # 128x160 in a cluster sharing B: five 32-column C boxes (64-byte swizzle) a warpgroup's share
     "v7-160-cluster-m": preset("v7", block_n=160, stages=4, cluster_m=2),
+    # 128x320: two m64n160 WGMMA column blocks a warpgroup, B loaded in two 160-row slabs (a TMA
+    # box is at most 256 rows) or multicast in halves, C staged in two passes of 160 columns
+    "v7-320": preset("v7", block_n=320),
+    "v7-320-cluster-m": preset("v7", block_n=320, cluster_m=2, producer_registers=48, consumer_registers=224),
+    "v7-320-direct": preset("v7", block_n=320, stages=4, epilogue="direct"),
     "v7-160-one-tile-per-cta": preset("v7", block_n=160, persistent=False, producer_registers=0,
                                       consumer_registers=0),
     "v6": preset("v6"),
@@ -95,7 +100,7 @@ MAJORS = [("row", "row"), ("row", "col"), ("col", "row"), ("col", "col")]
 ALL_MAJORS = ("v7-cluster-m", "v7-cluster-n", "v7-128x64-s8-splitk2", "v7-swap-ab", "v7-swap-ab-192", "v7-swap-ab-64",
               "v7-swap-ab-splitk4", "v7-swap-ab-stream-k", "v7-128x64-dsmem-splitk2", "v7-swap-ab-dsmem-splitk4",
               "v7-192-cluster-serpentine", "v7-192-cluster-inflight", "v7-64x64-s8", "v7-128x64-s8-cluster-n",
-              "v7-64x64-bk128", "v7-128x64-bk128-cluster-n")
+              "v7-64x64-bk128", "v7-128x64-bk128-cluster-n", "v7-320", "v7-320-cluster-m")
 
 
 def _dtypes(name):

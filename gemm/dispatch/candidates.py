@@ -59,6 +59,10 @@ SPECS = (
     "v7:block_n=160,stages=4,cluster_m=2",                       # 128x160: 512 tiles of a 1024 x 10240
                                                                  # product (3.88 waves), where 128x256
                                                                  # has 2.42 and 128x128 twice the tiles
+    "v7:block_n=320",                                            # 128x320 (two WGMMA column blocks a
+                                                                 # warpgroup, cuBLAS's mid-M tile): one or
+                                                                 # two whole waves of a 768 x 13824 where
+                                                                 # 128x160 has four (114.5 us against 129.7)
     "v7:stream_k=true",                                          # stream-K: the last waves evened out
     "v7:block_n=128,stages=4,stream_k=true",
     "v7:block_n=128,stages=4,split_k=2",

@@ -85,15 +85,17 @@ class KernelConfig:
 
     @cached_property
     def b_layout(self) -> OperandLayout:
-        swizzle = (default_swizzle(self.b_major, self.block_k, self.block_n, self.schedule.cluster_m)
+        swizzle = (default_swizzle(self.b_major, self.block_k, self.block_n, self.schedule.cluster_m,
+                                   self.schedule.wgmma_n)
                    if self.b_swizzle is None else self.b_swizzle)
         return OperandLayout(self.b_major, self.block_n, self.block_k, swizzle, self.schedule.cluster_m)
 
     @cached_property
     def c_layout(self) -> StagingLayout | None:
-        """Each consumer warpgroup's share of the C tile, staged for the TMA store."""
+        """Each consumer warpgroup's share of the C tile (one pass's columns of it), staged for
+        the TMA store."""
         s = self.schedule
-        return StagingLayout(s.rows_per_warpgroup, s.block_n) if s.stores_via_tma else None
+        return StagingLayout(s.rows_per_warpgroup, s.c_staging_cols) if s.stores_via_tma else None
 
     @property
     def consumer_warps(self): return 4 * self.schedule.consumer_warpgroups
@@ -243,8 +245,10 @@ class KernelConfig:
         return (min(units, resident_clusters) * s.cluster_size, 1, 1)
 
     def mma_offsets(self):
-        """Byte offsets of each WGMMA's A (per k16 step, per m64 block) and B (per k16 step)."""
+        """Byte offsets of each WGMMA's A (per k16 step, per m64 block) and B (per k16 step, per
+        column block)."""
         a, b = self.a_layout, self.b_layout
         steps = range(self.block_k // 16)
+        n, n_blocks = self.schedule.wgmma_n, self.schedule.n_tiles_per_warpgroup
         return (tuple(tuple(a.offset(k, m) for m in range(self.m_blocks)) for k in steps),
-                tuple(b.offset(k) for k in steps))
+                tuple(tuple(b.offset(k, j, n) for j in range(n_blocks)) for k in steps))

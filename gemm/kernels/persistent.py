@@ -105,7 +105,9 @@ from .tiles import (make_clock_probe, make_epilogue, make_tile_loader, make_tile
 
 def make_staged_epilogue(config):
     """`store(acc, smem_base, warpgroup, off_m, off_n, tmap_c)`: the consumer warpgroup's
-    share of the C tile through shared memory and a TMA store (see the module docstring)."""
+    share of the C tile through shared memory and a TMA store (see the module docstring).
+    Where the whole C tile does not fit beside the ring (Schedule.c_staging_passes), the
+    share goes in two passes of half its columns through the same staging tile."""
     s = config.schedule
     layout = config.c_layout
     ROWS, BOXES, BOX_BYTES, BOX_COLS = layout.rows, layout.boxes, layout.box_bytes, layout.box[0]
@@ -113,31 +115,43 @@ def make_staged_epilogue(config):
     REGION_BYTES = layout.tile_bytes
     OVER_RING = not s.persistent          # staged over the ring: wait until every warpgroup is done
     ALL_CONSUMERS = 128 * s.consumer_warpgroups
-    stage = ptx.stage_accumulators(config.m_blocks, config.block_n, config.dtype, s.accumulate,
-                                   layout.swizzle, BOX_BYTES)
+    PASSES, PASS_COLS = s.c_staging_passes, s.c_staging_cols
+    assert PASSES in (1, 2) and (PASSES == 1 or not OVER_RING), PASSES
+    stages = [ptx.stage_accumulators(config.m_blocks, config.block_n, config.dtype, s.accumulate,
+                                     layout.swizzle, BOX_BYTES, (p * PASS_COLS, PASS_COLS)) for p in range(PASSES)]
+    stage_first, stage_second = stages[0], stages[-1]
 
     @register_jitable(inline="always")
-    def store(acc, smem_base, warpgroup, off_m, off_n, tmap_c):
+    def store_pass(acc, region, warpgroup, row, col, tmap_c, second):
         t = cuda.threadIdx.x % 128
         lane = t % 32
         matrix = lane // 8                      # which of stmatrix's four 8x8 matrices this lane addresses
         lane_row = uint32(16 * (t // 32) + 8 * (matrix % 2) + lane % 8)
         lane_half = uint32(matrix // 2)
-        region = uint32(smem_base + REGION + warpgroup * REGION_BYTES)
         leader = t == 0
         if OVER_RING:
             ptx.named_barrier_sync(15, ALL_CONSUMERS)
         elif leader:
-            ptx.bulk_wait_group_read(0)         # the previous tile's store has read the region
+            ptx.bulk_wait_group_read(0)         # the previous store (tile or pass) has read the region
         ptx.named_barrier_sync(1 + warpgroup, 128)
-        stage(acc, region, lane_row, lane_half)
+        if second:
+            stage_second(acc, region, lane_row, lane_half)
+        else:
+            stage_first(acc, region, lane_row, lane_half)
         ptx.fence_proxy_async_shared()          # st.shared -> the TMA unit's reads
         ptx.named_barrier_sync(1 + warpgroup, 128)
         if leader:
-            row = off_m + warpgroup * ROWS
             for b in range(BOXES):
-                ptx.tma_store_2d(tmap_c, off_n + b * BOX_COLS, row, region + b * BOX_BYTES)
+                ptx.tma_store_2d(tmap_c, col + b * BOX_COLS, row, region + b * BOX_BYTES)
             ptx.bulk_commit_group()
+
+    @register_jitable(inline="always")
+    def store(acc, smem_base, warpgroup, off_m, off_n, tmap_c):
+        region = uint32(smem_base + REGION + warpgroup * REGION_BYTES)
+        row = off_m + warpgroup * ROWS
+        store_pass(acc, region, warpgroup, row, off_n, tmap_c, False)
+        if PASSES == 2:
+            store_pass(acc, region, warpgroup, row, off_n + PASS_COLS, tmap_c, True)
     return store
 
 

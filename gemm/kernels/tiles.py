@@ -22,6 +22,9 @@ def _make_operand_loader(layout, region_offset):
     PART_ROWS = layout.mn // PARTS                 # K-major: a part is a slab of rows
     PART_BYTES = PART_ROWS * layout.width
     PART_BOXES = BOXES // PARTS if not K_MAJOR else BOXES   # MN-major: a part is whole boxes
+    SLABS = layout.row_slabs                       # K-major: a part's rows in loads of <= 256
+    SLAB_ROWS = PART_ROWS // SLABS
+    SLAB_BYTES = SLAB_ROWS * layout.width
 
     @register_jitable(inline="always")
     def copy(dst, tmap, inner, outer, full):
@@ -36,7 +39,9 @@ def _make_operand_loader(layout, region_offset):
         tile = smem_base + region_offset + stage * TILE
         for j in range(PART_BOXES):
             if K_MAJOR:    # the tensor map is [MN rows, K columns]: boxes step along K
-                copy(tile + j * BOX_BYTES + part * PART_BYTES, tmap, k0 + j * STEP, mn0 + part * PART_ROWS, full)
+                for slab in range(SLABS):
+                    copy(tile + j * BOX_BYTES + part * PART_BYTES + slab * SLAB_BYTES, tmap, k0 + j * STEP,
+                         mn0 + part * PART_ROWS + slab * SLAB_ROWS, full)
             else:          # [K rows, MN columns]: boxes step along MN
                 i = part * PART_BOXES + j
                 copy(tile + i * BOX_BYTES, tmap, mn0 + i * STEP, k0, full)
@@ -66,7 +71,7 @@ def make_tile_mma(config):
     warpgroup w multiplies its own rows_per_warpgroup rows of A; B is shared."""
     a, b = config.a_layout, config.b_layout
     a_offsets, b_offsets = config.mma_offsets()
-    k_tile = ptx.wgmma_k_tile(config.block_n, config.dtype, a.transpose_bit, b.transpose_bit,
+    k_tile = ptx.wgmma_k_tile(config.schedule.wgmma_n, config.dtype, a.transpose_bit, b.transpose_bit,
                               a_offsets, b_offsets, config.schedule.accumulate)
     A_BITS, B_BITS = a.descriptor_bits, b.descriptor_bits
     A_TILE, B_TILE = a.tile_bytes, b.tile_bytes

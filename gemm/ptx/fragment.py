@@ -172,12 +172,12 @@ def store_accumulators(m_blocks, n, out_dtype, accumulate="float32", transposed=
 
 
 @lru_cache(maxsize=None)
-def stage_accumulators(m_blocks, n, out_dtype, accumulate, swizzle, box_bytes):
-    """An intrinsic `f(acc, region, lane_row, lane_half)` that converts the fragment to
-    `out_dtype` and writes it with stmatrix into a warpgroup's C tile in shared memory at
-    `region`: boxes of swizzle/2 columns by all rows, `box_bytes` apart, each row `swizzle`
-    bytes, its 16-byte chunks XOR-swizzled as TMA expects (so a TMA store of each box
-    writes C). One stmatrix.x4 writes a 16x16 block of a warp's 16 rows: its four 8x8
+def stage_accumulators(m_blocks, n, out_dtype, accumulate, swizzle, box_bytes, columns=None):
+    """An intrinsic `f(acc, region, lane_row, lane_half)` that converts the fragment (n
+    columns wide) to `out_dtype` and writes it, or its `columns` = (first, count) only, with
+    stmatrix into a warpgroup's C tile in shared memory at `region`: boxes of swizzle/2
+    columns by all rows, `box_bytes` apart, each row `swizzle` bytes, its 16-byte chunks
+    XOR-swizzled as TMA expects (so a TMA store of each box writes C). One stmatrix.x4 writes a 16x16 block of a warp's 16 rows: its four 8x8
     matrices are (rows 0-7 | 8-15) x (columns 0-7 | 8-15), matrix i taking lane i*8+r's
     address of row r. lane_row = 16 * warp + 8 * (i % 2) + r and lane_half = i // 2 give
     that row and 8-column half for this lane."""
@@ -188,6 +188,9 @@ def stage_accumulators(m_blocks, n, out_dtype, accumulate, swizzle, box_bytes):
     acc_type = types.UniTuple(ACCUMULATOR_TYPES[accumulate], total)
     cols_per_box = swizzle // 2
     chunks = swizzle // 16
+    first, count = columns or (0, n)
+    if first % 16 or count % 16 or first + count > n:
+        raise ValueError(f"columns {first}..{first + count} of {n}: stmatrix stages 16-column blocks")
     STMATRIX = "stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {$1, $2, $3, $4};"
 
     @intrinsic
@@ -199,8 +202,8 @@ def stage_accumulators(m_blocks, n, out_dtype, accumulate, swizzle, box_bytes):
             xor = builder.and_(builder.lshr(builder.mul(row_v, const(swizzle)), const(7)), const(chunks - 1))
             for mb in range(m_blocks):
                 row_addr = builder.add(region_v, builder.mul(builder.add(row_v, const(64 * mb)), const(swizzle)))
-                for jj in range(n // 16):
-                    box, col = divmod(16 * jj, cols_per_box)
+                for jj in range(first // 16, (first + count) // 16):
+                    box, col = divmod(16 * jj - first, cols_per_box)
                     chunk = builder.xor(builder.or_(const(col // 8), half_v), xor)
                     addr = builder.add(builder.add(row_addr, const(box * box_bytes)),
                                        builder.mul(chunk, const(16)))

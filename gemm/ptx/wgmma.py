@@ -1,13 +1,15 @@
 """WGMMA: warpgroup matrix multiply-accumulate on the tensor cores (sm_90a).
 
 `wgmma_k_tile(...)` makes the intrinsic that multiplies one K tile held in shared
-memory: for each k16 step and each 64-row block it issues
+memory: for each k16 step, each 64-row block and each column block of N it issues
   wgmma.mma_async.sync.aligned.m64n{N}k16.{acc}.{t}.{t} {d...}, descA, descB, p, 1, 1, tA, tB;
 with the descriptors advanced by compile-time offsets. fp32 accumulators are one
-`UniTuple(float32, m_blocks * N / 2)` (N/2 registers per m64 block and thread); fp16
-accumulators (fp16 inputs only) pack two to a register, `UniTuple(uint32, m_blocks * N / 4)`.
-Either is tied in and out of the asm so that it never leaves registers.
-A single instruction is the case k_steps = m_blocks = 1.
+`UniTuple(float32, m_blocks * W / 2)` (W/2 registers per m64 block and thread, W = N x column
+blocks); fp16 accumulators (fp16 inputs only) pack two to a register. Within an m64 block the
+column blocks' registers follow one another, which is the order one m64nW instruction would
+hold them in (a thread's registers walk the columns in groups of 8), so the epilogues see one
+fragment W wide. Either type is tied in and out of the asm so that it never leaves registers.
+A single instruction is the case k_steps = m_blocks = column blocks = 1.
 """
 from functools import lru_cache
 
@@ -54,23 +56,25 @@ def mma_ptx(n, dtype, regs, desc_a, desc_b, scale_d, trans_a, trans_b, accumulat
 
 
 def k_tile_ptx(n, dtype, trans_a, trans_b, a_offsets, b_offsets, accumulate="float32"):
-    """The asm body for one K tile. a_offsets[k][m] and b_offsets[k] are byte
-    offsets from the descriptors' start addresses. Operands: $0.. the
-    accumulators (outputs, tied to the next as many inputs), then descA, descB,
-    scale_d."""
-    k_steps, m_blocks = len(a_offsets), len(a_offsets[0])
-    per_block = accumulator_count(1, n, accumulate)
-    total = m_blocks * per_block
+    """The asm body for one K tile. a_offsets[k][m] and b_offsets[k][j] are byte offsets
+    from the descriptors' start addresses (k16 step k, m64 block m, column block j of n).
+    Operands: $0.. the accumulators (outputs, tied to the next as many inputs), then descA,
+    descB, scale_d."""
+    k_steps, m_blocks, n_blocks = len(a_offsets), len(a_offsets[0]), len(b_offsets[0])
+    per_mma = accumulator_count(1, n, accumulate)
+    total = m_blocks * n_blocks * per_mma
     da, db, sd = f"${2 * total}", f"${2 * total + 1}", f"${2 * total + 2}"
     lines = ["{", ".reg .pred first, always;", ".reg .b64 adesc, bdesc;",
              f"setp.ne.b32 first, {sd}, 0;", f"setp.eq.b32 always, {sd}, {sd};"]
     for k in range(k_steps):
-        lines.append(f"add.s64 bdesc, {db}, {b_offsets[k] >> 4};")
-        for m in range(m_blocks):
-            lines.append(f"add.s64 adesc, {da}, {a_offsets[k][m] >> 4};")
-            regs = [f"${m * per_block + r}" for r in range(per_block)]
-            lines.append(mma_ptx(n, dtype, regs, "adesc", "bdesc", "first" if k == 0 else "always",
-                                 trans_a, trans_b, accumulate))
+        for j in range(n_blocks):
+            lines.append(f"add.s64 bdesc, {db}, {b_offsets[k][j] >> 4};")
+            for m in range(m_blocks):
+                lines.append(f"add.s64 adesc, {da}, {a_offsets[k][m] >> 4};")
+                first = (m * n_blocks + j) * per_mma      # the m64 block's row of registers, block j's part
+                regs = [f"${first + r}" for r in range(per_mma)]
+                lines.append(mma_ptx(n, dtype, regs, "adesc", "bdesc", "first" if k == 0 else "always",
+                                     trans_a, trans_b, accumulate))
     lines.append("}")
     return "\n".join(lines), total
 
@@ -78,8 +82,9 @@ def k_tile_ptx(n, dtype, trans_a, trans_b, a_offsets, b_offsets, accumulate="flo
 @lru_cache(maxsize=None)
 def wgmma_k_tile(n, dtype, trans_a, trans_b, a_offsets, b_offsets, accumulate="float32"):
     """An intrinsic `f(acc, desc_a, desc_b, scale_d) -> acc` that issues the
-    WGMMAs of one K tile. scale_d = 0 makes the first k16 step overwrite the
-    accumulators (no zero fill needed), 1 accumulates."""
+    WGMMAs of one K tile, each n wide (b_offsets[k] has one offset per column block).
+    scale_d = 0 makes the first k16 step overwrite the accumulators (no zero fill
+    needed), 1 accumulates."""
     if n not in WGMMA_N:
         raise ValueError(f"WGMMA N must be a multiple of 8 in 8..256, got {n}")
     if dtype not in PTX_TYPE:
