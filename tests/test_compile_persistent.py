@@ -121,15 +121,39 @@ def test_staged_c_tile_fits_beside_the_ring():
     assert [p[2] for p in v7.b_layout.part_boxes(1)] == [128]
 
 
+def test_wide_tile_loads_b_in_slabs_and_multiplies_in_column_blocks():
+    """128x320: B's 320 rows are two TMA loads of 160 a box column (a box is at most 256 rows),
+    or, multicast in a cluster, each CTA's 160; each warpgroup's two m64n160 WGMMAs a k16 step
+    read B 160 rows apart, and their registers follow one another as one 320-wide fragment's."""
+    from gemm.ptx.wgmma import k_tile_ptx
+    wide = KernelConfig(preset("v7", block_n=320))
+    assert wide.b_layout.row_slabs == 2 and wide.b_layout.tma_box == (64, 160)
+    assert [(p[0], p[2]) for p in wide.b_layout.part_boxes(0)] == [(0, 0), (160 * 128, 160)]
+    pair = KernelConfig(preset("v7", block_n=320, cluster_m=2))
+    assert pair.b_layout.row_slabs == 1 and [p[2] for p in pair.b_layout.part_boxes(1)] == [160]
+    _, b_offsets = wide.mma_offsets()
+    assert [blocks[1] - blocks[0] for blocks in b_offsets] == [160 * 128] * 4
+    # an MN-major B's blocks start on a swizzle row: 64-byte rows (32 columns), 5 boxes apart
+    mn = KernelConfig(preset("v7", block_n=320), "float16", "k", "mn")
+    assert mn.b_layout.swizzle == 64 and mn.mma_offsets()[1][0] == (0, 5 * mn.b_layout.box_bytes)
+    body, total = k_tile_ptx(160, "float16", 0, 0, ((0,),), ((0, 20480),))
+    assert total == 160
+    first, second = re.findall(r"m64n160k16\.f32\.f16\.f16 \{([^}]*)\}", body)
+    assert first.split(", ")[0] == "$0" and second.split(", ")[0] == "$80"
+    assert "add.s64 bdesc, $321, 1280;" in body        # the second block's B, 20480 bytes on (descB: $2 x 160 + 1)
+
+
 def test_split_k_stages_no_c_tile():
     """Split-K's reduce writes C from the fp32 workspace, so the ring takes the staging tile's
-    room: four 128x256 stages fit (they do not beside a TMA-store tile)."""
+    room: four 128x256 stages fit (beside a TMA-store tile only with C staged in two passes, and
+    five not at all)."""
     split = KernelConfig(preset("v7", stages=4, split_k=4))
     assert split.c_layout is None and not split.schedule.stores_via_tma
     assert split.barrier_offset == 4 * (128 + 256) * 64 * 2
     assert split.shared_bytes == 4 * (128 + 256) * 64 * 2 + 2 * 8 * 4 + 1024
+    assert preset("v7", stages=4).c_staging_passes == 2 and preset("v7").c_staging_passes == 1
     with pytest.raises(ScheduleError, match="227 KB"):
-        preset("v7", stages=4)
+        preset("v7", stages=5)
 
 
 def test_split_cluster_exchange_fits_past_the_barriers():
@@ -193,7 +217,7 @@ def test_dependent_launch_needs_the_producer_warpgroup_kernel():
     (dict(producer_registers=20), "multiple of 8 in 24..256"),
     (dict(consumer_registers=0), "both producer_registers and consumer_registers"),
     (dict(producer_warps=1), "producer must be a warpgroup"),
-    (dict(stages=4), "227 KB"),
+    (dict(stages=5), "227 KB"),        # (four fit, C staged in two passes)
     (dict(cluster_m=3), "power of two"),
     (dict(block_n=256, block_m=256), "accumulator registers"),
     (dict(stream_k=True, persistent=False), "needs persistent=True"),

@@ -44,12 +44,23 @@ def test_split_k_only_where_the_whole_tiles_are_fewer_than_the_sms():
     assert any(s.split_k > 1 and s.swap_ab for s in candidates(1, 4096, 11008))   # 32-64 tiles
 
 
-def test_the_model_takes_the_wave_filling_128x160_tile_where_it_was_measured_faster():
-    """1024 x 10240 x 8192 bf16: 512 tiles of 128x160 fill 3.88 waves where 128x256 leave 2.42;
-    measured 239 us back to back against 261 for 128x128 in a cluster (run 188), and the model's
-    first choice off the table."""
+def test_the_model_takes_the_wave_filling_wide_tiles_where_they_were_measured_faster():
+    """1024 x 10240 x 8192 bf16: 512 tiles of 128x160 fill 3.88 waves where 128x256 leave 2.42
+    (239 us back to back against 261 for 128x128 in a cluster, run 188); 256 of 128x320 fill 1.94
+    (237.1 against 239.9, run 194; 210.4 in run 196's off-suite set against 227.3 in run 190's),
+    the model's first choice off the table now. 256 x 28672 x 4096 (an MoE expert): 180 tiles of
+    128x320 leave 1.36 waves (120.1 us against 99.6 for 128x160 in a cluster, run 194)."""
     plan = choose(1024, 10240, 8192, 1, "bfloat16")
-    assert plan.source == "model" and plan.schedule == from_spec("v7:block_n=160,stages=4,cluster_m=2")
+    assert plan.source == "model" and plan.schedule == from_spec("v7:block_n=320")
+    assert choose(256, 28672, 4096).schedule == from_spec("v7:block_n=160,stages=4,cluster_m=2")
+
+
+def test_the_model_takes_128x320_where_its_tiles_make_whole_waves():
+    """768 x 13824 x 4096: 264 tiles of 128x320 (two whole waves) against 128x160's 522 in a
+    cluster; measured 114.5 us back to back against 129.7 (run 194), and the model's first choice.
+    At 512 x 14336 x 4096 its 180 tiles leave 1.36 waves: 107.7 us against 92.1, not chosen."""
+    assert choose(768, 13824, 4096).schedule == from_spec("v7:block_n=320")
+    assert choose(512, 14336, 4096).schedule != from_spec("v7:block_n=320")
 
 
 def test_stream_k_only_where_the_tiles_are_fewer_than_the_sms():

@@ -26,6 +26,8 @@ SCHEDULES = {
     "v7-320": preset("v7", block_n=320),
     "v7-320-cluster-m": preset("v7", block_n=320, cluster_m=2, producer_registers=48, consumer_registers=224),
     "v7-320-direct": preset("v7", block_n=320, stages=4, epilogue="direct"),
+    # 128x256 with a fourth stage: its C fits only in two passes of 128 columns
+    "v7-s4-two-passes": preset("v7", stages=4),
     "v7-160-one-tile-per-cta": preset("v7", block_n=160, persistent=False, producer_registers=0,
                                       consumer_registers=0),
     "v6": preset("v6"),

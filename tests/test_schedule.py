@@ -25,6 +25,8 @@ def test_seed_case_numbers():
     (dict(stages=8), "227 KB"),
     (dict(block_m=96), "multiple of 64"),
     (dict(block_n=100), "multiple of 8"),
+    (dict(block_n=520), "at most 512"),
+    (dict(block_n=328), "2 equal WGMMA column block"),   # two blocks of 164: not a multiple of 8
     (dict(block_k=24), "multiple of 16"),
     (dict(block_n=256), "accumulator registers"),
     (dict(block_m=256), "accumulator registers"),
@@ -65,3 +67,17 @@ def test_ctas_by_registers_counts_the_four_schedulers():
     assert ctas_by_registers(96, 288) == 2 and ctas_by_registers(102, 288) == 1
     assert ctas_by_registers(154, 128) == 3 and ctas_by_registers(161, 160) == 2
     assert ctas_by_registers(32, 128) == 16
+
+
+def test_wide_tiles_are_cut_into_wgmma_column_blocks():
+    """A tile wider than one WGMMA (n <= 256) is two equal column blocks a warpgroup; a 128x320
+    tile's whole C beside three stages would overflow shared memory, so it stages in two passes."""
+    wide = preset("v7", block_n=320)
+    assert (wide.n_tiles_per_warpgroup, wide.wgmma_n, wide.wgmmas_per_k_step) == (2, 160, 2)
+    assert wide.accumulator_registers == 160
+    assert (wide.c_staging_passes, wide.c_staging_cols, wide.c_store_boxes) == (2, 160, 10)
+    assert wide.epilogue_bytes == 128 * 160 * 2 and wide.shared_bytes <= 227 * 1024
+    v7 = preset("v7")
+    assert (v7.n_tiles_per_warpgroup, v7.wgmma_n, v7.c_staging_passes, v7.c_store_boxes) == (1, 256, 1, 4)
+    assert preset("v7", block_m=256, block_n=192).c_staging_passes == 2       # 96 KB of C: 222 KB in two
+    assert preset("v7", block_n=320, stages=2).c_staging_passes == 1          # two stages leave room

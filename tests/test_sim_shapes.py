@@ -259,6 +259,25 @@ def test_staged_epilogue_costs_what_the_tile_trace_measured(g, spec, traced_clk)
     assert end - start == pytest.approx(traced_clk, rel=0.05)
 
 
+def test_a_second_staging_pass_waits_for_the_first_store(g):
+    """A 128x320 tile stages each warpgroup's 64x320 share in two passes of 160 columns through one
+    staging tile: the second waits until the first pass's TMA store has read it and syncs the
+    warpgroup again; the simulation takes the step staged_epilogue_clk counts."""
+    from sim.engines import staged_epilogue_clk, staging_passes_clk, tma_store_bytes_per_clk
+    wide, one_pass = from_spec("v7:block_n=320"), from_spec("v7:block_n=320,stages=2")
+    share = 64 * 320 * 2
+    extra = staging_passes_clk(wide, g, share)
+    assert extra == pytest.approx(share / 2 / tma_store_bytes_per_clk(g) + g.bar_sync_clk)
+    assert staging_passes_clk(one_pass, g, share) == 0.0
+    # (and its ten 32-column boxes, a 160-column pass's swizzle, against one pass's five of 64)
+    boxes = (wide.c_store_boxes - one_pass.c_store_boxes) * g.tma_issue_clk
+    assert staged_epilogue_clk(wide, g, share) == pytest.approx(staged_epilogue_clk(one_pass, g, share) + extra + boxes)
+    spans = simulate_sm(wide, g, ctas=1, k_iters=8, miss_rate=0.0, trace=True)["trace"].spans
+    steps = [t1 - t0 for role, name, _, t0, t1 in spans
+             if role == "consumer 0" and name == "second staging pass: the first's store read"]
+    assert steps and steps[0] == pytest.approx(extra)
+
+
 def test_fp16_accumulation_halves_the_accumulators(g):
     """fp16 accumulators pack two to a register: more CTAs per SM where registers bind; the same
     tensor rate per instruction [datasheet]. The tutorial's V6 (256x256) exists only so."""
