@@ -59,7 +59,9 @@ WARPGROUP_CASES = [("v6", (300, 264, 200), 1), ("v7", (384, 264, 520), 1), ("v7:
                    # halves), C staged in two passes; a last column of tiles 60 wide (its second pass
                    # wholly past N), and in the cluster an odd count of tile rows
                    ("v7:block_n=320", (900, 700, 520), 1),
-                   ("v7:block_n=320,cluster_m=2,producer_registers=48,consumer_registers=224", (1100, 700, 520), 1)]
+                   ("v7:block_n=320,cluster_m=2,producer_registers=48,consumer_registers=224", (1100, 700, 520), 1),
+                   # 128x256 with a fourth stage: C in two passes of 128 columns
+                   ("v7:stages=4", (384, 264, 520), 1)]
 
 
 def check(label, c, a, b):
