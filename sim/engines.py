@@ -129,6 +129,22 @@ def launch_grid(s: Schedule, m: int, n: int, k: int, batch: int = 1, slots: int 
                       stream_k_iters=sk_iters, stream_k_run=sk_run)
 
 
+def last_round_ctas(lg: LaunchGrid) -> int:
+    """A persistent launch's CTAs that walk one unit more than the rest (its last, partial
+    round); 0 when every CTA walks as many units (or each one, or stream-K shares them out)."""
+    if lg.stream_k_iters or lg.units_per_cta < 2:
+        return 0
+    padded = lg.units + lg.cluster_idle
+    return padded - (lg.units_per_cta - 1) * lg.ctas if padded % lg.ctas else 0
+
+
+def last_round_share(g, busy: int, ctas: int) -> float:
+    """The time of a persistent launch's last round, in which `busy` of its `ctas` CTAs have a
+    tile, over a whole round's: 1 - last_round_slope x the grid's idle share, at least
+    last_round_floor (the clock and the L2 and HBM a thin round's SMs have to themselves)."""
+    return min(1.0, max(g.last_round_floor, 1.0 - g.last_round_slope * (1.0 - busy / ctas)))
+
+
 def waves(n_ctas: int, sm_count: int, ctas_per_sm: int) -> dict:
     """Wave quantization: full waves of sm_count x ctas_per_sm CTAs, then a tail."""
     per_wave = sm_count * ctas_per_sm

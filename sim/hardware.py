@@ -282,10 +282,11 @@ class GpuProfile:
                               f"{RESULTS}/clock.csv, V2 128x128x64 s2 local against register phases: 2.4096 M "
                               "against 2.3382 M SM clocks per kernel over 10.34 waves x 128 K iterations, taken "
                               "as exposed on each SM's path (an L1 hit is ~30-40 clk [paper])")
-    cluster_arrive_clk: int = _p(200, "assumed", "a remote mbarrier arrive from a cluster partner (its "
-                                 "consumers releasing a stage that is multicast into)",
-                                 "the order of an SM-to-SM (DSMEM) round trip in published Hopper "
-                                 "microbenchmarks")
+    cluster_arrive_clk: int = _p(200, "measured", "a remote mbarrier arrive from a cluster partner (its "
+                                 "consumers releasing a stage that is multicast into), beyond the arrive and "
+                                 "the try_wait charged beside it",
+                                 "python -m experiments.research.cluster_coupling: one thread of each CTA of "
+                                 "a pair ping-ponging arrives on the partner's mbarrier (sim/profiles/<gpu>.json)")
     multicast_receive_cost: float = _p(1.0, "measured", "port cost on one SM of the part of a multicast box "
                                        "another CTA of the cluster loads, as a share of its own",
                                        "python -m experiments.research.multicast_port: a 128x128 kernel that "
@@ -312,6 +313,17 @@ class GpuProfile:
                                 "the simulated CTAs do (their prologue, first loads, epilogue): not located (the "
                                 "first CTAs' start, the last ones' drain); charged once a launch like launch_us",
                                 "python -m experiments.research.small_grids --calibrate (sim/profiles/<gpu>.json)")
+    last_round_floor: float = _p(1.0, "measured", "the least time a persistent launch's last, partial round "
+                                 "of tiles takes, over a whole round's (engines.last_round_share); 1 charges "
+                                 "it a whole round",
+                                 "python -m experiments.research.last_round (sim/profiles/<gpu>.json)")
+    last_round_slope: float = _p(0.0, "measured", "how much shorter that round is for each share of the grid "
+                                 "idle in it (engines.last_round_share)",
+                                 "python -m experiments.research.last_round (sim/profiles/<gpu>.json)")
+    cluster_launch_us: float = _p(0.0, "measured", "what a launch whose CTAs share operands in clusters "
+                                  "(Schedule.multicast_size > 1) pays beside the same tiles alone, whatever "
+                                  "its walk and K: charged once a launch like launch_us",
+                                  "python -m experiments.research.cluster_coupling (sim/profiles/<gpu>.json)")
     dependent_launch_saving_us: float = _p(0.0, "assumed", "what a kernel launched as a programmatic dependent "
                                            "(Schedule.dependent_launch) saves of launch_us back to back: its "
                                            "launch and prologue under the previous kernel's end (one call between "

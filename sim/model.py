@@ -21,13 +21,14 @@ own activity earns (sim/clock.py).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from gemm.limits import line_start
 from gemm.schedule import INPUT_BYTES, Schedule, ScheduleError
 
 from . import call, reuse as reuse_layer
-from .engines import launch_grid, memory_traffic, multicast_port_share, residency, split_unit_ns, waves
+from .engines import (last_round_ctas, last_round_share, launch_grid, memory_traffic, multicast_port_share,
+                      residency, split_unit_ns, waves)
 from .hardware import GpuProfile, load_profile
 from .schedules import CtaWork, simulate_sm
 
@@ -192,6 +193,14 @@ def _predict(s: Schedule, m: int, n: int, k: int, prof: GpuProfile, dtype: str =
         full = sm_model(s, prof, per_sm, work.k_iters, miss, trace=True, sim_iters=sim_iters,
                            active_sms=busy_sms, loads=loads, mmas=mmas, work=work)
         total_clk = full["clk"]
+        last = last_round_ctas(lg)
+        if last:   # a last round in which only `last` CTAs have a tile runs its tiles faster
+            shorter = sm_model(s, prof, per_sm, work.k_iters, miss, sim_iters=sim_iters, active_sms=busy_sms,
+                               loads=loads, mmas=mmas, work=replace(work, tiles=work.tiles - 1))
+            total_clk -= (1.0 - last_round_share(prof, last, lg.ctas)) * (full["clk"] - shorter["clk"])
+            notes.append(f"persistent: {last} of {lg.ctas} CTAs walk a last tile; that round's tiles take "
+                         f"{last_round_share(prof, last, lg.ctas):.2f} of a whole round's time (the SMs' idle "
+                         "share, engines.last_round_share)")
     else:
         full = sm_model(s, prof, c if wv["full"] else wv["tail_ctas_per_sm"], lg.k_iters, miss, trace=True,
                            sim_iters=sim_iters, active_sms=busy_sms if wv["full"] else min(prof.sm_count, lg.ctas),
@@ -213,7 +222,8 @@ def _predict(s: Schedule, m: int, n: int, k: int, prof: GpuProfile, dtype: str =
     per_sm_peak = prof.tensor_flops_per_clk * hz
     busy_s = max(sim_s, *floors.values())
     kernel_s = (busy_s + hbm_paced_share(floors, busy_s) * prof.hbm_stream_fixed_us * 1e-6
-                + (prof.launch_us + prof.kernel_fixed_us) * 1e-6)
+                + (prof.launch_us + prof.kernel_fixed_us) * 1e-6
+                + (prof.cluster_launch_us * 1e-6 if s.multicast_size > 1 else 0.0))
 
     # 6. the call
     timing = call.timed(kernel_s, s, m, n, k, batch, lg.slices, prof, host_us, tiles=lg.tm * lg.tn * lg.batch,
