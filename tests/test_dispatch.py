@@ -49,10 +49,25 @@ def test_the_model_takes_the_wave_filling_wide_tiles_where_they_were_measured_fa
     (239 us back to back against 261 for 128x128 in a cluster, run 188); 256 of 128x320 fill 1.94
     (237.1 against 239.9, run 194; 210.4 in run 196's off-suite set against 227.3 in run 190's),
     the model's first choice off the table now. 256 x 28672 x 4096 (an MoE expert): 180 tiles of
-    128x320 leave 1.36 waves (120.1 us against 99.6 for 128x160 in a cluster, run 194)."""
+    128x320 leave 1.36 waves (120.1 us against 99.6 for 128x160 in a cluster, run 194); the lone
+    128x256 (224 tiles) ran 96.6-96.9 us against 99.0-99.1 for 128x160 in a cluster (run 204), and
+    the model, with a cluster's launch cost and a thin last round measured, takes it."""
     plan = choose(1024, 10240, 8192, 1, "bfloat16")
     assert plan.source == "model" and plan.schedule == from_spec("v7:block_n=320")
-    assert choose(256, 28672, 4096).schedule == from_spec("v7:block_n=160,stages=4,cluster_m=2")
+    assert choose(256, 28672, 4096).schedule == from_spec("v7")
+
+
+def test_the_model_takes_lone_tiles_over_clusters_where_they_measured_faster():
+    """Run 204 (docs/research/notes.md item 210), held out: the picks model 2026.12-last-round-1
+    moved from a clustered tile, measured faster in both rounds back to back: 4096 x 1024 x 4096
+    (llama3-8b-kv-4096) v7 47.1 us against 48.5 for 256x128 in a cluster, 512 x 24576 x 3072 bf16
+    103.4-103.8 against 106.2, 32 x 2048^2 x 128 84.4-84.7 against 87.0; 1280 x 15360 x 5120 bf16
+    on 128x320 263-284 against 298-304 for 128x176."""
+    lone = from_spec("v7")
+    assert choose(4096, 1024, 4096).schedule == lone
+    assert choose(512, 24576, 3072, 1, "bfloat16").schedule == lone
+    assert choose(2048, 2048, 128, 32).schedule == lone
+    assert choose(1280, 15360, 5120, 1, "bfloat16").schedule == from_spec("v7:block_n=320")
 
 
 def test_the_model_takes_128x320_where_its_tiles_make_whole_waves():

@@ -44,3 +44,8 @@ def report(args: argparse.Namespace, summarize, print_summary, csv_rows) -> None
         prov = s["provenance"]
         write_csv(args.csv, rows, [what, f"gpu: {prov.get('gpu')}; driver: {prov.get('driver')}; "
                                          f"date: {prov.get('date')}"])
+
+
+def rounded(rows: list[dict], digits: int = 4) -> list[dict]:
+    """Summary rows for a CSV: floats rounded to `digits`, the rest as they are."""
+    return [{k: (round(v, digits) if isinstance(v, float) else v) for k, v in r.items()} for r in rows]

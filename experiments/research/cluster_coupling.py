@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.research import cli
+from experiments.research import check_and_time, cli
 
 ROUNDS = 4096
 PING_REPEATS = 7
@@ -170,38 +170,10 @@ def pingpong_clocks(side: str, clusters: int) -> list[float]:
 
 
 def dump(path: Path) -> None:
-    import time
-
-    import torch
-
-    import gemm
-    from experiments.bench import _operands
     from experiments.measure import provenance
-    from experiments.timing import back_to_back_us
-    from gemm.schedule import from_spec
     ping = {f"{side}/{clusters}": [pingpong_clocks(side, clusters) for _ in range(PING_REPEATS)]
             for side in SIDES for clusters in CLUSTER_COUNTS}
-    pts = points()
-    shapes = sorted({(m, n, k) for _, m, n, k, _, _ in pts})
-    sets = {s: [_operands(dict(m=s[0], n=s[1], k=s[2], batch=1, dtype="float16"), seed) for seed in range(2)]
-            for s in shapes}
-    errors = {}
-    for spec, m, n, k, _, _ in pts:   # correct first: every element against float64, the output poisoned
-        a, b = sets[(m, n, k)][0]
-        out = torch.full((m, n), float("nan"), dtype=a.dtype, device=a.device)
-        c = gemm.matmul(a, b, schedule=from_spec(spec), out=out)
-        ref = a.double() @ b.double()
-        err = (c.double() - ref).abs().max().item() / ref.abs().max().item()
-        if not torch.isfinite(c).all() or err > 1e-2:
-            raise RuntimeError(f"{spec} at {m}x{n}x{k}: wrong (max rel err {err:.2e})")
-        errors[f"{spec}@{m}x{n}x{k}"] = err
-    times = {f"{spec}@{m}x{n}x{k}": [] for spec, m, n, k, _, _ in pts}
-    for r in range(REPEATS):
-        for spec, m, n, k, _, _ in (pts if r % 2 == 0 else pts[::-1]):
-            sch, ops = from_spec(spec), sets[(m, n, k)]
-            time.sleep(REST_S)
-            times[f"{spec}@{m}x{n}x{k}"].append(
-                back_to_back_us(lambda i: gemm.matmul(*ops[i % len(ops)], schedule=sch), calls=CALLS))
+    errors, times = check_and_time([p[:4] for p in points()], REPEATS, CALLS, REST_S)
     np.savez_compressed(path, record=json.dumps({"provenance": provenance(), "pingpong_clk": ping,
                                                  "times_us": times, "rel_err": errors}))
 
@@ -268,7 +240,7 @@ def print_summary(s: dict) -> None:
 
 
 def csv_rows(s: dict, record) -> tuple[list[dict], str]:
-    rows = [{k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()} for r in s["rows"]]
+    rows = cli.rounded(s["rows"])
     rows += [{"tile": f"pingpong {key}", "measured_ratio": round(v, 1)} for key, v in s["pingpong_clk"].items()]
     return rows, (f"clustered over plain by walk (tiles a CTA), the call back to back, medians of {REPEATS} "
                   f"rounds; pingpong rows: clocks a one-way arrive (measured_ratio column); "
