@@ -282,7 +282,7 @@ class GpuProfile:
                               f"{RESULTS}/clock.csv, V2 128x128x64 s2 local against register phases: 2.4096 M "
                               "against 2.3382 M SM clocks per kernel over 10.34 waves x 128 K iterations, taken "
                               "as exposed on each SM's path (an L1 hit is ~30-40 clk [paper])")
-    cluster_arrive_clk: int = _p(200, "measured", "a remote mbarrier arrive from a cluster partner (its "
+    cluster_arrive_clk: int = _p(248, "measured", "a remote mbarrier arrive from a cluster partner (its "
                                  "consumers releasing a stage that is multicast into), beyond the arrive and "
                                  "the try_wait charged beside it",
                                  "python -m experiments.research.cluster_coupling: one thread of each CTA of "
