@@ -197,10 +197,10 @@ def _predict(s: Schedule, m: int, n: int, k: int, prof: GpuProfile, dtype: str =
         if last:   # a last round in which only `last` CTAs have a tile runs its tiles faster
             shorter = sm_model(s, prof, per_sm, work.k_iters, miss, sim_iters=sim_iters, active_sms=busy_sms,
                                loads=loads, mmas=mmas, work=replace(work, tiles=work.tiles - 1))
-            total_clk -= (1.0 - last_round_share(prof, last, lg.ctas)) * (full["clk"] - shorter["clk"])
+            share = last_round_share(prof, last, lg.ctas)
+            total_clk -= (1.0 - share) * (full["clk"] - shorter["clk"])
             notes.append(f"persistent: {last} of {lg.ctas} CTAs walk a last tile; that round's tiles take "
-                         f"{last_round_share(prof, last, lg.ctas):.2f} of a whole round's time (the SMs' idle "
-                         "share, engines.last_round_share)")
+                         f"{share:.2f} of a whole round's time (the SMs' idle share, engines.last_round_share)")
     else:
         full = sm_model(s, prof, c if wv["full"] else wv["tail_ctas_per_sm"], lg.k_iters, miss, trace=True,
                            sim_iters=sim_iters, active_sms=busy_sms if wv["full"] else min(prof.sm_count, lg.ctas),
