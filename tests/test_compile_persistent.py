@@ -20,6 +20,10 @@ CASES = [
     KernelConfig(preset("v7", block_n=192, stages=4, wgmma_in_flight=1)),
     KernelConfig(preset("v7", block_n=160, stages=4, cluster_m=2), "bfloat16"),   # 5 C boxes of 32 columns
     KernelConfig(preset("v7", block_m=256, block_n=128, cluster_m=1, cluster_n=2), "bfloat16"),
+    # 256-row tiles cut to the product's width: n=144's C in nine 16-column boxes (32-byte
+    # swizzle), n=192's 192 accumulators a thread staged in two passes
+    KernelConfig(preset("v7", block_m=256, block_n=144, cluster_n=2), "float16", "k", "mn"),
+    KernelConfig(preset("v7", block_m=256, block_n=192, cluster_n=2), "bfloat16"),
     # two m64n160 column blocks a warpgroup; B loaded in two 160-row slabs; C staged in two passes
     KernelConfig(preset("v7", block_n=320)),
     KernelConfig(preset("v7", block_n=320, cluster_m=2, producer_registers=48, consumer_registers=224),

@@ -26,6 +26,12 @@ SCHEDULES = {
     "v7-320": preset("v7", block_n=320),
     "v7-320-cluster-m": preset("v7", block_n=320, cluster_m=2, producer_registers=48, consumer_registers=224),
     "v7-320-direct": preset("v7", block_n=320, stages=4, epilogue="direct"),
+    # 256-row tiles cut to the product's width (gemm.dispatch.candidates.WAVE_FIT_SPECS), a
+    # cluster sharing A: WGMMA n=144 and C in nine 16-column boxes (32-byte swizzle), n=160 in
+    # five 32-column ones, n=192 in three 64-column ones
+    "v7-256x144-cluster-n": preset("v7", block_m=256, block_n=144, cluster_n=2),
+    "v7-256x160-cluster-n": preset("v7", block_m=256, block_n=160, cluster_n=2),
+    "v7-256x192-cluster-n": preset("v7", block_m=256, block_n=192, cluster_n=2),
     # 128x256 with a fourth stage: its C fits only in two passes of 128 columns
     "v7-s4-two-passes": preset("v7", stages=4),
     "v7-160-one-tile-per-cta": preset("v7", block_n=160, persistent=False, producer_registers=0,
@@ -102,7 +108,7 @@ MAJORS = [("row", "row"), ("row", "col"), ("col", "row"), ("col", "col")]
 ALL_MAJORS = ("v7-cluster-m", "v7-cluster-n", "v7-128x64-s8-splitk2", "v7-swap-ab", "v7-swap-ab-192", "v7-swap-ab-64",
               "v7-swap-ab-splitk4", "v7-swap-ab-stream-k", "v7-128x64-dsmem-splitk2", "v7-swap-ab-dsmem-splitk4",
               "v7-192-cluster-serpentine", "v7-192-cluster-inflight", "v7-64x64-s8", "v7-128x64-s8-cluster-n",
-              "v7-64x64-bk128", "v7-128x64-bk128-cluster-n", "v7-320", "v7-320-cluster-m")
+              "v7-64x64-bk128", "v7-128x64-bk128-cluster-n", "v7-320", "v7-320-cluster-m", "v7-256x144-cluster-n")
 
 
 def _dtypes(name):

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from ..limits import L2_SECTOR_BYTES, TMA_ALIGNMENT_BYTES
 from ..schedule import INPUT_BYTES, Schedule, from_spec, preset
 from . import table
-from .candidates import candidates
+from .candidates import WAVE_FIT_SPECS, candidates
 
 # The answer when nothing else does: the ring kernel measured fastest at 8192^3 among V1-V5;
 # for a batch of products (which only the producer-warpgroup kernels run), V7 without clusters.
@@ -38,6 +38,10 @@ DEFAULT_BATCHED = from_spec("v7:cluster_m=1")
 TABLE_FOR = {"h100-sxm": "h200-sxm"}
 MISALIGNED_MARGIN = 1.05
 MISALIGNED_MIN_MS = 0.05
+# A tile cut to the product's width (candidates.WAVE_FIT_SPECS) is taken only this far ahead of
+# every other candidate by the model: the model's ranking of large tiles scatters ~2-3% around
+# the measured order (docs/research/notes.md item 215)
+WAVE_FIT_MARGIN = 0.97
 
 
 @dataclass(frozen=True)
@@ -81,9 +85,19 @@ def choose(m: int, n: int, k: int, batch: int = 1, dtype: str = "float16", gpu: 
         return Plan(default, "default", "no table entry, and the model could not be imported")
     if not ranked:
         return Plan(default, "default", "no candidate the model can place on this GPU")
-    best, ms = ranked[0]
+    best, ms = past_wave_fit_margin(ranked)
     why = "lines off 128 bytes, which the table's measurements did not have; " if lines_off else ""
     return Plan(best, "model", f"{why}predicted {ms * 1e3:.1f} us, fastest of {len(ranked)} candidates")
+
+
+def past_wave_fit_margin(ranked: list) -> tuple:
+    """The model's first (schedule, ms), unless it is a wave-fitted tile less than WAVE_FIT_MARGIN
+    ahead of the fastest other candidate: then that one."""
+    best, ms = ranked[0]
+    if best.name not in WAVE_FIT_SPECS:
+        return best, ms
+    other = next(((s, t) for s, t in ranked if s.name not in WAVE_FIT_SPECS), None)
+    return (best, ms) if other is None or ms <= WAVE_FIT_MARGIN * other[1] else other
 
 
 # A pitch (elements) past a 128-byte multiple whose lines start where each of LINE_STARTS says
