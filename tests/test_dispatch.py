@@ -8,9 +8,10 @@ import warnings
 
 import pytest
 
-from gemm.dispatch import DEFAULT_SCHEDULE, choose, table
+from gemm.dispatch import DEFAULT_SCHEDULE, WAVE_FIT_MARGIN, choose, past_wave_fit_margin, ranking, table
 from gemm.dispatch.autotune import Key, lookup, store
-from gemm.dispatch.candidates import SPECS, all_candidates, candidates
+from gemm.dispatch.candidates import SPECS, WAVE_FIT_SPECS, all_candidates, candidates
+from gemm.limits import line_start
 from gemm.schedule import from_spec
 
 
@@ -76,6 +77,29 @@ def test_the_model_takes_128x320_where_its_tiles_make_whole_waves():
     At 512 x 14336 x 4096 its 180 tiles leave 1.36 waves: 107.7 us against 92.1, not chosen."""
     assert choose(768, 13824, 4096).schedule == from_spec("v7:block_n=320")
     assert choose(512, 14336, 4096).schedule != from_spec("v7:block_n=320")
+
+
+def test_the_model_takes_a_256_row_tile_cut_to_the_width_where_it_saves_rounds():
+    """Run 208 (docs/research/notes.md item 215), held out but for the first: 2500 x 7000 x 3000
+    (K rows of 6000 bytes) on 256x192 in a cluster, 370 tiles in 3 rounds where 256x128 takes 550
+    in 5: 155-162 us back to back against 179-182; 1280 x 3584 x 18944 on 256x144, 227-229 against
+    259-264 for 128x160 in a cluster; 3000 x 7000 x 3000 on 256x160, 186-192 against 220-239."""
+    ls = (line_start(3000 * 2),) * 2
+    assert choose(2500, 7000, 3000, line_starts=ls).schedule == from_spec("v7:block_m=256,block_n=192,cluster_n=2")
+    assert choose(3000, 7000, 3000, line_starts=ls).schedule == from_spec("v7:block_m=256,block_n=160,cluster_n=2")
+    assert choose(1280, 3584, 18944).schedule == from_spec("v7:block_m=256,block_n=144,cluster_n=2")
+
+
+def test_a_tile_cut_to_the_width_needs_the_margin():
+    """Where the model has one ahead by less than WAVE_FIT_MARGIN the dispatcher keeps the other
+    candidate: run 209 (item 216) timed eleven such shapes on both, 0.981 and 0.994 geomean back to
+    back, no gain the rule asked for. 6144^3: 256x192 in a cluster 1.2% ahead by the model."""
+    ranked = ranking(6144, 6144, 6144)
+    assert ranked[0][0].name in WAVE_FIT_SPECS and ranked[0][1] > WAVE_FIT_MARGIN * next(
+        t for s, t in ranked if s.name not in WAVE_FIT_SPECS)
+    assert choose(6144, 6144, 6144).schedule.name not in WAVE_FIT_SPECS
+    assert past_wave_fit_margin([(from_spec(WAVE_FIT_SPECS[0]), 0.9), (from_spec("v7"), 1.0)])[1] == 0.9
+    assert past_wave_fit_margin([(from_spec(WAVE_FIT_SPECS[0]), 0.99), (from_spec("v7"), 1.0)])[1] == 1.0
 
 
 def test_stream_k_only_where_the_tiles_are_fewer_than_the_sms():
