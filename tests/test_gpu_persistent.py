@@ -32,6 +32,7 @@ SCHEDULES = {
     "v7-256x144-cluster-n": preset("v7", block_m=256, block_n=144, cluster_n=2),
     "v7-256x160-cluster-n": preset("v7", block_m=256, block_n=160, cluster_n=2),
     "v7-256x192-cluster-n": preset("v7", block_m=256, block_n=192, cluster_n=2),
+    "v7-128x144-s4": preset("v7", block_n=144, stages=4),   # ... and 128 rows alone, cuBLASLt's 1536^3 tile
     # 128x256 with a fourth stage: its C fits only in two passes of 128 columns
     "v7-s4-two-passes": preset("v7", stages=4),
     "v7-160-one-tile-per-cta": preset("v7", block_n=160, persistent=False, producer_registers=0,
