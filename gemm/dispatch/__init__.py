@@ -92,12 +92,17 @@ def choose(m: int, n: int, k: int, batch: int = 1, dtype: str = "float16", gpu: 
 
 def past_wave_fit_margin(ranked: list) -> tuple:
     """The model's first (schedule, ms), unless it is a wave-fitted tile less than WAVE_FIT_MARGIN
-    ahead of the fastest other candidate: then that one."""
+    ahead of the fastest candidate that is not wave-fitted: then that one. Among the wave-fitted
+    tiles that clear the margin, a 256-row one goes before the lone 128-row one, which moves more
+    bytes through each SM's port a flop (docs/research/notes.md item 219)."""
     best, ms = ranked[0]
     if best.name not in WAVE_FIT_SPECS:
         return best, ms
     other = next(((s, t) for s, t in ranked if s.name not in WAVE_FIT_SPECS), None)
-    return (best, ms) if other is None or ms <= WAVE_FIT_MARGIN * other[1] else other
+    clear = [(s, t) for s, t in ranked if s.name in WAVE_FIT_SPECS and (other is None or t <= WAVE_FIT_MARGIN * other[1])]
+    if not clear:
+        return other
+    return next(((s, t) for s, t in clear if s.block_m == 256), clear[0])
 
 
 # A pitch (elements) past a 128-byte multiple whose lines start where each of LINE_STARTS says
