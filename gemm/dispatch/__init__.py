@@ -42,6 +42,7 @@ MISALIGNED_MIN_MS = 0.05
 # every other candidate by the model: the model's ranking of large tiles scatters ~2-3% around
 # the measured order (docs/research/notes.md item 215)
 WAVE_FIT_MARGIN = 0.97
+LONE_WAVE_FIT_MARGIN = 0.92
 
 
 @dataclass(frozen=True)
@@ -91,18 +92,23 @@ def choose(m: int, n: int, k: int, batch: int = 1, dtype: str = "float16", gpu: 
 
 
 def past_wave_fit_margin(ranked: list) -> tuple:
-    """The model's first (schedule, ms), unless it is a wave-fitted tile less than WAVE_FIT_MARGIN
-    ahead of the fastest candidate that is not wave-fitted: then that one. Among the wave-fitted
-    tiles that clear the margin, a 256-row one goes before the lone 128-row one, which moves more
-    bytes through each SM's port a flop (docs/research/notes.md item 219)."""
-    best, ms = ranked[0]
-    if best.name not in WAVE_FIT_SPECS:
-        return best, ms
-    other = next(((s, t) for s, t in ranked if s.name not in WAVE_FIT_SPECS), None)
-    clear = [(s, t) for s, t in ranked if s.name in WAVE_FIT_SPECS and (other is None or t <= WAVE_FIT_MARGIN * other[1])]
-    if not clear:
-        return other
-    return next(((s, t) for s, t in clear if s.block_m == 256), clear[0])
+    """The model's first (schedule, ms), unless it is a wave-fitted tile less than its margin ahead:
+    a 256-row one WAVE_FIT_MARGIN ahead of the fastest candidate that is not wave-fitted, the lone
+    128-row one LONE_WAVE_FIT_MARGIN ahead of every other candidate (the model's ranking of it
+    against 128x320 and the 256-row tiles scattered +-10% in runs 212-213, docs/research/notes.md
+    items 219-221). A first choice that falls short gives way to the next that clears its own."""
+    for i, (s, t) in enumerate(ranked):
+        if s.name not in WAVE_FIT_SPECS:
+            return s, t
+        if s.block_m < 256:
+            rest = min((u for j, (_, u) in enumerate(ranked) if j != i), default=None)
+            if rest is None or t <= LONE_WAVE_FIT_MARGIN * rest:
+                return s, t
+        else:
+            other = next((u for r, u in ranked if r.name not in WAVE_FIT_SPECS), None)
+            if other is None or t <= WAVE_FIT_MARGIN * other:
+                return s, t
+    return ranked[0]
 
 
 # A pitch (elements) past a 128-byte multiple whose lines start where each of LINE_STARTS says
