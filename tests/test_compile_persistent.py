@@ -24,6 +24,7 @@ CASES = [
     # swizzle), n=192's 192 accumulators a thread staged in two passes
     KernelConfig(preset("v7", block_m=256, block_n=144, cluster_n=2), "float16", "k", "mn"),
     KernelConfig(preset("v7", block_m=256, block_n=192, cluster_n=2), "bfloat16"),
+    KernelConfig(preset("v7", block_n=144, stages=4)),
     # two m64n160 column blocks a warpgroup; B loaded in two 160-row slabs; C staged in two passes
     KernelConfig(preset("v7", block_n=320)),
     KernelConfig(preset("v7", block_n=320, cluster_m=2, producer_registers=48, consumer_registers=224),

@@ -102,6 +102,24 @@ def test_a_tile_cut_to_the_width_needs_the_margin():
     assert past_wave_fit_margin([(from_spec(WAVE_FIT_SPECS[0]), 0.99), (from_spec("v7"), 1.0)])[1] == 1.0
 
 
+def test_the_lone_128x144_tile_only_where_the_model_has_it_well_ahead():
+    """cuBLASLt's 1536^3 tile (132 tiles, one whole wave): taken only where the model has it
+    LONE_WAVE_FIT_MARGIN ahead of every other candidate. Run 214 (held out, notes item 221):
+    576 x 3584 x 3584 25.6-25.8 us back to back against 31.2-31.3 on 128x176; 1536^3 13.0-13.2
+    against 15.1-15.2 (runs 211-212). Under the margin it lost: 1152 x 4096 x 14336 187.7-187.9
+    against 181.3-181.6 on 128x320 (run 213), 1280 x 3584 x 4608 62.8-62.9 against 60.2 on 256x144
+    in a cluster (run 212)."""
+    lone = from_spec("v7:block_n=144,stages=4")
+    assert choose(576, 3584, 3584).schedule == lone
+    assert choose(1536, 1536, 1536).schedule == lone
+    assert choose(1152, 4096, 14336).schedule == from_spec("v7:block_n=320")
+    assert choose(1280, 3584, 4608).schedule == from_spec("v7:block_m=256,block_n=144,cluster_n=2")
+    # a first choice short of its margin gives way to the next that clears its own
+    wide, other = from_spec("v7:block_m=256,block_n=144,cluster_n=2"), from_spec("v7")
+    assert past_wave_fit_margin([(lone, 0.90), (wide, 0.91), (other, 1.0)])[0] == wide
+    assert past_wave_fit_margin([(lone, 0.90), (other, 1.0)])[0] == lone
+
+
 def test_stream_k_only_where_the_tiles_are_fewer_than_the_sms():
     """Sharing tiles by K iteration lost to whole tiles wherever they filled a wave (runs 10, 20);
     it stays a candidate for grids smaller than the GPU."""

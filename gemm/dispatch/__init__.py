@@ -38,9 +38,11 @@ DEFAULT_BATCHED = from_spec("v7:cluster_m=1")
 TABLE_FOR = {"h100-sxm": "h200-sxm"}
 MISALIGNED_MARGIN = 1.05
 MISALIGNED_MIN_MS = 0.05
-# A tile cut to the product's width (candidates.WAVE_FIT_SPECS) is taken only this far ahead of
-# every other candidate by the model: the model's ranking of large tiles scatters ~2-3% around
-# the measured order (docs/research/notes.md item 215)
+# A tile cut to the product's width (candidates.WAVE_FIT_SPECS) is taken only this far ahead by
+# the model: a 256-row one of every candidate that is not wave-fitted (the model's ranking of
+# large tiles scatters ~2-3% around the measured order); the lone 128-row one of every other
+# candidate, wave-fitted or not (its ranking against 128x320 and the 256-row tiles scattered
+# +-10%). docs/research/notes.md items 215-221.
 WAVE_FIT_MARGIN = 0.97
 LONE_WAVE_FIT_MARGIN = 0.92
 

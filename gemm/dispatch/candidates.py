@@ -54,8 +54,8 @@ SMALL_GRID_SPECS = (
 # 15% shorter back to back (150 against 177 us); at 1536^3 its 128x144 makes 132 tiles, one whole
 # wave, where 128x176 makes 108 of a larger tile. 256 rows in a cluster of 2 sharing A, or 128
 # alone with a fourth stage. Their width moves the tile's own pace too, by the model's less surely
-# than the rounds it saves, so the dispatcher takes one only where the model has it
-# WAVE_FIT_MARGIN ahead of every other candidate (gemm.dispatch.choose).
+# than the rounds it saves, so the dispatcher takes one only where the model has it well ahead
+# (gemm.dispatch.past_wave_fit_margin: WAVE_FIT_MARGIN, LONE_WAVE_FIT_MARGIN).
 WAVE_FIT_SPECS = (
     "v7:block_m=256,block_n=144,cluster_n=2",
     "v7:block_m=256,block_n=160,cluster_n=2",
