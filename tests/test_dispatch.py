@@ -112,7 +112,9 @@ def test_the_lone_128x144_tile_only_where_the_model_has_it_well_ahead():
     lone = from_spec("v7:block_n=144,stages=4")
     assert choose(576, 3584, 3584).schedule == lone
     assert choose(1536, 1536, 1536).schedule == lone
-    assert choose(1152, 4096, 14336).schedule == from_spec("v7:block_n=320")
+    short = choose(1152, 4096, 14336)
+    assert short.schedule == from_spec("v7:block_n=320")
+    assert "v7:block_n=144,stages=4 (a tile cut to the width)" in short.detail and "short of its margin" in short.detail
     assert choose(1280, 3584, 4608).schedule == from_spec("v7:block_m=256,block_n=144,cluster_n=2")
     # a first choice short of its margin gives way to the next that clears its own
     wide, other = from_spec("v7:block_m=256,block_n=144,cluster_n=2"), from_spec("v7")

@@ -90,7 +90,11 @@ def choose(m: int, n: int, k: int, batch: int = 1, dtype: str = "float16", gpu: 
         return Plan(default, "default", "no candidate the model can place on this GPU")
     best, ms = past_wave_fit_margin(ranked)
     why = "lines off 128 bytes, which the table's measurements did not have; " if lines_off else ""
-    return Plan(best, "model", f"{why}predicted {ms * 1e3:.1f} us, fastest of {len(ranked)} candidates")
+    if best is ranked[0][0]:
+        return Plan(best, "model", f"{why}predicted {ms * 1e3:.1f} us, fastest of {len(ranked)} candidates")
+    first, first_ms = ranked[0]
+    return Plan(best, "model", f"{why}predicted {ms * 1e3:.1f} us; {first.name} (a tile cut to the width) "
+                               f"{first_ms * 1e3:.1f} us, short of its margin")
 
 
 def past_wave_fit_margin(ranked: list) -> tuple:
