@@ -61,7 +61,15 @@ WARPGROUP_CASES = [("v6", (300, 264, 200), 1), ("v7", (384, 264, 520), 1), ("v7:
                    ("v7:block_n=320", (900, 700, 520), 1),
                    ("v7:block_n=320,cluster_m=2,producer_registers=48,consumer_registers=224", (1100, 700, 520), 1),
                    # 128x256 with a fourth stage: C in two passes of 128 columns
-                   ("v7:stages=4", (384, 264, 520), 1)]
+                   ("v7:stages=4", (384, 264, 520), 1),
+                   # tiles cut to the product's width (gemm.dispatch.candidates.WAVE_FIT_SPECS): 256 rows
+                   # in a cluster sharing A, an odd count of tile columns (a partner without a tile);
+                   # n=144 nine 16-column C boxes, n=160 two staging passes (the last tile's second
+                   # wholly past N), n=192 two passes of 96; the lone 128x144 with 4 stages
+                   ("v7:block_m=256,block_n=144,cluster_n=2", (600, 700, 520), 1),
+                   ("v7:block_m=256,block_n=160,cluster_n=2", (600, 700, 520), 1),
+                   ("v7:block_m=256,block_n=192,cluster_n=2", (600, 900, 520), 1),
+                   ("v7:block_n=144,stages=4", (900, 700, 520), 1)]
 
 
 def check(label, c, a, b):
