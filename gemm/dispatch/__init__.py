@@ -41,8 +41,8 @@ MISALIGNED_MIN_MS = 0.05
 # A tile cut to the product's width (candidates.WAVE_FIT_SPECS) is taken only this far ahead by
 # the model: a 256-row one of every candidate that is not wave-fitted (the model's ranking of
 # large tiles scatters ~2-3% around the measured order); the lone 128-row one of every other
-# candidate, wave-fitted or not (its ranking against 128x320 and the 256-row tiles scattered
-# +-10%). docs/research/notes.md items 215-221.
+# candidate, wave-fitted or not (its ranking against 128x320 and the 256-row tiles scatters
+# ~10%).
 WAVE_FIT_MARGIN = 0.97
 LONE_WAVE_FIT_MARGIN = 0.92
 
@@ -100,9 +100,8 @@ def choose(m: int, n: int, k: int, batch: int = 1, dtype: str = "float16", gpu: 
 def past_wave_fit_margin(ranked: list) -> tuple:
     """The model's first (schedule, ms), unless it is a wave-fitted tile less than its margin ahead:
     a 256-row one WAVE_FIT_MARGIN ahead of the fastest candidate that is not wave-fitted, the lone
-    128-row one LONE_WAVE_FIT_MARGIN ahead of every other candidate (the model's ranking of it
-    against 128x320 and the 256-row tiles scattered +-10% in runs 212-213, docs/research/notes.md
-    items 219-221). A first choice that falls short gives way to the next that clears its own."""
+    128-row one LONE_WAVE_FIT_MARGIN ahead of every other candidate. A first choice that falls
+    short gives way to the next that clears its own."""
     for i, (s, t) in enumerate(ranked):
         if s.name not in WAVE_FIT_SPECS:
             return s, t

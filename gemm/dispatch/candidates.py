@@ -50,9 +50,8 @@ SMALL_GRID_SPECS = (
 
 # Tiles whose width is cut to the product's N so that they come out in fewer rounds of the 132
 # SMs (DeepGEMM's and cuBLASLt's non-power-of-two block_n): at 2500 x 7000 x 3000 256x128 takes
-# 550 tiles, 4.17 waves run as 5 rounds, where cuBLASLt's 256x136 takes 520 in 4, and its call is
-# 15% shorter back to back (150 against 177 us); at 1536^3 its 128x144 makes 132 tiles, one whole
-# wave, where 128x176 makes 108 of a larger tile. 256 rows in a cluster of 2 sharing A, or 128
+# 550 tiles, 4.17 waves run as 5 rounds, where 256x192 takes 370 in 3; at 1536^3 128x144 makes
+# 132 tiles, one whole wave, where 128x176 makes 108 of a larger tile. 256 rows in a cluster of 2 sharing A, or 128
 # alone with a fourth stage. Their width moves the tile's own pace too, by the model's less surely
 # than the rounds it saves, so the dispatcher takes one only where the model has it well ahead
 # (gemm.dispatch.past_wave_fit_margin: WAVE_FIT_MARGIN, LONE_WAVE_FIT_MARGIN).
