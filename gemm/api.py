@@ -295,23 +295,25 @@ def plan(a, b, stages=None, *, version=None, schedule=None):
     return _dispatch(*call.key, call.line_starts)
 
 
-def autotune(a, b, *, top=3, force=False):
+def autotune(a, b, *, top=3, other_tiles=None, force=False):
     """Time the `top` best-ranked candidate schedules (the table's choice, then the model's
-    order) on these operands, keep the fastest on disk for this GPU, shape, dtype and
-    majorness, and return its Plan. Later calls of the shape (in any process) run it.
+    order) and the best-ranked of `other_tiles` other tiles (default
+    gemm.dispatch.AUTOTUNE_OTHER_TILES; gemm.dispatch.tuning_candidates) on these operands,
+    keep the fastest on disk for this GPU, shape, dtype and majorness, and return its Plan.
+    Later calls of the shape (in any process) run it.
     With `force`, tune again even if the cache holds the shape. The environment switch
     HOPPER_GEMM_AUTOTUNE=1 makes matmul do this for every shape it has not tuned."""
     import datetime
 
     from tqdm import tqdm
 
-    from .dispatch import DEFAULT_SCHEDULE, ranking, table_choice
-    from .dispatch.autotune import store, time_calls
+    from .dispatch import AUTOTUNE_OTHER_TILES, tuning_candidates
+    from .dispatch.autotune import ROUNDS, store, time_candidates
     from .launch import device, launch_gemm, tma_storable
     call = _operands(a, b, None)
     if call.A.kind == "numpy":    # tune on the device, where the product runs
         import cupy
-        return autotune(cupy.asarray(a), cupy.asarray(b), top=top, force=force)
+        return autotune(cupy.asarray(a), cupy.asarray(b), top=top, other_tiles=other_tiles, force=force)
     dev = device()
     if not force:
         current = _dispatch(*call.key, call.line_starts)
@@ -319,18 +321,19 @@ def autotune(a, b, *, top=3, force=False):
             return current
     key = _tune_key(*call.key)
     m, n, k, batch, dtype = call.key[:5]
-    order = [s for s in (table_choice(m, n, k, batch, dtype, key.gpu),) if s is not None]
-    order += [s for s, _ in (ranking(m, n, k, batch, dtype, key.gpu) or [(DEFAULT_SCHEDULE, 0.0)])]
-    chosen = list(dict.fromkeys(order))[:top]
+    chosen = tuning_candidates(m, n, k, batch, dtype, key.gpu, top=top,
+                               other_tiles=AUTOTUNE_OTHER_TILES if other_tiles is None else other_tiles)
     stream = _stream_handle(call.A.kind, dev.device_id)
-    timed, reference = {}, None
-    for s in tqdm(chosen, desc=f"autotune {m}x{n}x{k}", leave=False):
-        result, _ = _run(s, call, dev, launch_gemm, tma_storable)
-        if reference is None:
-            reference = result
-        elif not _close(result, reference, call.A.kind):
-            continue   # a candidate that disagrees with the first is never kept
-        timed[s.name] = time_calls(lambda s=s: _run(s, call, dev, launch_gemm, tma_storable), stream)
+    runs, reference = {}, None
+    with tqdm(total=len(chosen) * (1 + ROUNDS), desc=f"autotune {m}x{n}x{k}", leave=False) as bar:
+        for s in chosen:   # each built, run once and checked against the first; then all timed
+            result, _ = _run(s, call, dev, launch_gemm, tma_storable)
+            reference = result if reference is None else reference
+            agrees = result is reference or _close(result, reference, call.A.kind)
+            bar.update(1 if agrees else 1 + ROUNDS)
+            if agrees:   # a candidate that disagrees with the first is never kept
+                runs[s.name] = lambda s=s: _run(s, call, dev, launch_gemm, tma_storable)
+        timed = time_candidates(runs, stream, progress=lambda _: bar.update(1))
     best = min(timed, key=timed.get)
     store(key, {"schedule": best, "timed_ms": timed,
                 "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")})

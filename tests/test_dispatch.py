@@ -8,7 +8,8 @@ import warnings
 
 import pytest
 
-from gemm.dispatch import DEFAULT_SCHEDULE, WAVE_FIT_MARGIN, choose, past_wave_fit_margin, ranking, table
+from gemm.dispatch import (AUTOTUNE_OTHER_TILES, DEFAULT_SCHEDULE, WAVE_FIT_MARGIN, choose, past_wave_fit_margin,
+                           ranking, table, tuning_candidates)
 from gemm.dispatch.autotune import Key, lookup, store
 from gemm.dispatch.candidates import SPECS, WAVE_FIT_SPECS, all_candidates, candidates
 from gemm.limits import line_start
@@ -153,6 +154,25 @@ def test_order_autotune_then_table_then_model(monkeypatch, tmp_path):
         table.load.cache_clear()
 
 
+def test_autotune_times_the_first_few_and_the_best_of_other_tiles():
+    """At 256 x 4096 x 4096 the model's first three are one 128x128 tile split two ways; the lone
+    64x128 tile with a WGMMA group in flight, ranked sixth, ran 14% faster than its first
+    (docs/research/notes.md item 217): autotune times the best-ranked of two more tiles."""
+    pytest.importorskip("simpy")
+    ranked = [s for s, _ in ranking(256, 4096, 4096)]
+    timed = tuning_candidates(256, 4096, 4096)
+    assert timed[:3] == ranked[:3]
+    tiles = [(s.block_m, s.block_n, s.swap_ab) for s in timed]
+    assert len(timed) == 3 + AUTOTUNE_OTHER_TILES and len(set(timed)) == len(timed)
+    assert len(set(tiles[3:])) == AUTOTUNE_OTHER_TILES and not set(tiles[3:]) & set(tiles[:3])
+    for s in timed[3:]:   # each the best-ranked of its tile
+        assert ranked.index(s) == min(i for i, r in enumerate(ranked) if (r.block_m, r.block_n, r.swap_ab)
+                                      == (s.block_m, s.block_n, s.swap_ab))
+    assert from_spec("v7:block_m=64,block_n=128,consumer_warpgroups=1,producer_registers=0,consumer_registers=0,"
+                     "stages=8,wgmma_in_flight=1") in timed
+    assert tuning_candidates(256, 4096, 4096, other_tiles=0) == ranked[:3]
+
+
 def test_a_shape_no_table_covers_goes_to_the_model(monkeypatch, tmp_path):
     _table(monkeypatch, tmp_path, [])
     try:
@@ -275,6 +295,9 @@ def test_stale_entry_is_ignored_with_a_warning(monkeypatch, tmp_path):
         assert lookup(_key(kernels="new")) is None
     store(_key(driver="12080"), {"schedule": "v7"})
     with pytest.warns(RuntimeWarning, match="stale.*driver"):
+        assert lookup(_key()) is None
+    store(_key(timing="events around each call"), {"schedule": "v7"})   # timed the host's way
+    with pytest.warns(RuntimeWarning, match="stale.*timing"):
         assert lookup(_key()) is None
 
 

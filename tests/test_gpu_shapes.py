@@ -153,6 +153,26 @@ def test_autotune_keeps_the_fastest_on_disk(tmp_path, monkeypatch):
     api._dispatch.cache_clear()
 
 
+def test_autotune_times_the_device_not_the_host():
+    """Calls held until the host has queued them take the kernel's time back to back, however
+    slow the host: here 200 us of host a call around a kernel of a few."""
+    import time
+
+    import torch
+
+    import gemm
+    from gemm.api import _stream_handle
+    from gemm.dispatch.autotune import back_to_back_ms
+    a = torch.randn(256, 512, device="cuda").half()
+    b = torch.randn(512, 256, device="cuda").half()
+
+    def slow_host_call():
+        time.sleep(200e-6)
+        gemm.matmul(a, b)
+    ms = back_to_back_ms(slow_host_call, _stream_handle("torch", torch.cuda.current_device()))
+    assert 0 < ms < 0.05
+
+
 def test_a_repeated_call_replays_its_launch_and_stays_right():
     """The second call with the same operands runs the prepared launch: a fresh output each
     time (or the same out=), and the product of the operands' values at that moment."""

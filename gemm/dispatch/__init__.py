@@ -45,6 +45,11 @@ MISALIGNED_MIN_MS = 0.05
 # ~10%).
 WAVE_FIT_MARGIN = 0.97
 LONE_WAVE_FIT_MARGIN = 0.92
+# gemm.autotune times the model's first few and, beside them, the best-ranked schedule of this
+# many other tiles: the model's ranking errs most between tile shapes (its L2 -> SM port is
+# slowest on small tiles whose operands stay in L2), less among one tile's stages, splits and
+# clusters, so the first few are often one tile's variants.
+AUTOTUNE_OTHER_TILES = 2
 
 
 @dataclass(frozen=True)
@@ -150,10 +155,34 @@ def ranking(m: int, n: int, k: int, batch: int = 1, dtype: str = "float16", gpu:
     return rank(candidates(m, n, k, batch, dtype), m, n, k, batch=batch, dtype=dtype, gpu=gpu, line_pitch=line_pitch)
 
 
+def tuning_candidates(m: int, n: int, k: int, batch: int = 1, dtype: str = "float16", gpu: str = "h200-sxm",
+                      top: int = 3, other_tiles: int = AUTOTUNE_OTHER_TILES) -> list[Schedule]:
+    """The schedules gemm.autotune times, in order: the table's choice and the model's ranking,
+    the first `top` of them; then, of each tile (rows x columns, swapped or not) not among those,
+    its best-ranked schedule, for up to `other_tiles` tiles."""
+    first = [s for s in (table_choice(m, n, k, batch, dtype, gpu),) if s is not None]
+    ranked = [s for s, _ in (ranking(m, n, k, batch, dtype, gpu) or [])]
+    if not first and not ranked:
+        ranked = [DEFAULT_BATCHED if batch > 1 else DEFAULT_SCHEDULE]
+    chosen = list(dict.fromkeys(first + ranked))[:top]
+    tiles, others = {_tile(s) for s in chosen}, []
+    for s in ranked:
+        if len(others) == other_tiles:
+            break
+        if _tile(s) not in tiles:
+            others.append(s)
+            tiles.add(_tile(s))
+    return chosen + others
+
+
+def _tile(s: Schedule) -> tuple:
+    return s.block_m, s.block_n, s.swap_ab
+
+
 def table_choice(m: int, n: int, k: int, batch: int = 1, dtype: str = "float16", gpu: str = "h200-sxm"):
     """The table's schedule for the shape's bucket, or None."""
     hit = table.lookup(gpu if table.load(gpu) else TABLE_FOR.get(gpu, gpu), m, n, k, batch, dtype)
     return from_spec(hit[0]) if hit else None
 
 
-__all__ = ["Plan", "choose", "candidates", "ranking", "table_choice", "DEFAULT_SCHEDULE"]
+__all__ = ["Plan", "choose", "candidates", "ranking", "table_choice", "tuning_candidates", "DEFAULT_SCHEDULE"]
