@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import statistics
 
+from gemm.dispatch.autotune import HOLD_MARGIN, HOLD_MAX_US
+from gemm.hold import CYCLES_PER_US as HOLD_CYCLES_PER_US
+
 
 def time_interleaved(fns: dict, input_sets, warmup=5, iters=30) -> dict:
     """Median milliseconds of each fn(*inputs) over `iters` runs. The fns take
@@ -159,10 +162,8 @@ def host_probe(fn, args, calls=1000, rivals: dict | None = None) -> dict:
 # back_to_back_us holds the GPU while the host queues the calls: a one-thread spin kernel ahead of
 # the start event, HOLD_MARGIN times as long as the warm-up says queueing them takes. Without it a
 # call shorter than the host's time to make it (the small products) is timed at the host's pace,
-# and every block counts the host's way to its first launch (~10 us) as the device's.
-HOLD_MARGIN = 2.0
-HOLD_CYCLES_PER_US = 2000   # the spin counts SM clocks; these GPUs run at most ~2 GHz, so it lasts at least that
-HOLD_MAX_US = 50_000
+# and every block counts the host's way to its first launch (~10 us) as the device's. The hold's
+# figures are gemm.autotune's, which times its candidates the same way on the package's streams.
 
 
 def back_to_back_us(fn, calls=30, warmup=10) -> float:
