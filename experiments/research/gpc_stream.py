@@ -108,7 +108,6 @@ def tiled_ptx(cluster: int, boxes: int = 2) -> str:
     each = "".join(f"""
     add.u32 kb2, kb, {b};
     setp.lt.u32 two, kb2, kb1;
-    @two add.u32 txb, txb, {box};
     @two shl.b32 kc, kb2, 6;
     @two add.u32 buf2, buf, {b * box};
     @two cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [buf2], [tmap, {{kc, row}}], [bar];"""
@@ -122,7 +121,7 @@ def tiled_ptx(cluster: int, boxes: int = 2) -> str:
     mul.lo.u32 kb, kb, {boxes};
     add.u32 kb, kb, kb0;
     mov.u32 txb, 0;{count}
-    mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], txb;{each.replace("@two add.u32 txb, txb, " + str(box) + ";", "")}"""
+    mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], txb;{each}"""
     params = ".param .u64 tmap_param, .param .u64 out_param, .param .u32 split_param, .param .u32 kboxes_param"
     return _ring_ptx("gpc_tiled", params, setup, issue, cluster, stages, boxes * box)
 
@@ -325,6 +324,9 @@ def dump(path: Path) -> None:
             resident[c] = f"{exc.__class__.__name__}: {exc}"
     print("resident clusters by size:", resident, flush=True)
 
+    def holds(c: int) -> bool:
+        return isinstance(resident.get(c), int) and resident[c] > 0
+
     def run_once(kernel, ctas, cuts, by_sm):
         shares = torch.tensor(cuts, dtype=torch.int64, device="cuda")
         out = torch.full((ctas * 4,), -1, dtype=torch.int64, device="cuda")
@@ -332,10 +334,10 @@ def dump(path: Path) -> None:
         torch.cuda.synchronize()
         return _stamps(out)
 
-    # 1. the GPCs: clusters of MAP_SIZES and of the largest size with a whole wave
+    # 1. the GPCs: clusters of MAP_SIZES and of the larger sizes the device holds
     map_launches = {}
-    for c in MAP_SIZES + tuple(c for c in (16, 14, 12, 10) if isinstance(resident.get(c), int) and resident[c] > 0):
-        if c in map_launches or not isinstance(resident.get(c), int) or resident[c] <= 0:
+    for c in dict.fromkeys(MAP_SIZES + (16, 14, 12, 10)):
+        if not holds(c):
             continue
         ctas = resident[c] * c
         boxes = BYTES["down"] // BOX
@@ -349,26 +351,29 @@ def dump(path: Path) -> None:
     cases: dict[str, dict] = {}
     stamps: dict[str, list] = {}
 
+    def timed(key, size, cluster, ctas, by_sm, launch, out):
+        """Time a prepared launch back to back, ROUNDS rounds; keep its last launch's stamps."""
+        us = [back_to_back_us(lambda i: launch(), calls=CALLS) for _ in range(ROUNDS)]
+        cases[key] = {"size": size, "cluster": cluster, "ctas": ctas, "by_sm": by_sm,
+                      "us_rounds": us, "us": statistics.median(us)}
+        stamps[key] = _stamps(out)
+        print(f"{key:40s} {statistics.median(us):8.2f} us  rounds {[round(u, 2) for u in us]}", flush=True)
+        return stamps[key]
+
     def case(name, size, cluster, ctas, cuts, by_sm):
-        kernel = kernels[cluster]
         shares = torch.tensor(cuts, dtype=torch.int64, device="cuda")
         out = torch.full((ctas * 4,), -1, dtype=torch.int64, device="cuda")
-        launch = kernel.launch(ctas, src.data_ptr(), shares.data_ptr(), out.data_ptr(), by_sm, stream)
-        us = [back_to_back_us(lambda i: launch(), calls=CALLS) for _ in range(ROUNDS)]
-        cases[f"{size}/{name}"] = {"size": size, "cluster": cluster, "ctas": ctas, "by_sm": by_sm,
-                                   "us_rounds": us, "us": statistics.median(us)}
-        stamps[f"{size}/{name}"] = _stamps(out)
-        print(f"{size:5s} {name:28s} {statistics.median(us):8.2f} us  rounds {[round(u, 2) for u in us]}", flush=True)
-        return stamps[f"{size}/{name}"]
+        launch = kernels[cluster].launch(ctas, src.data_ptr(), shares.data_ptr(), out.data_ptr(), by_sm, stream)
+        return timed(f"{size}/{name}", size, cluster, ctas, by_sm, launch, out)
 
     for size, nbytes in BYTES.items():
         boxes = nbytes // BOX
         last = case("equal-132", size, 1, SMS, equal_shares(boxes, SMS), False)
         case("equal-128", size, 1, 128, equal_shares(boxes, 128), False)
-        if isinstance(resident.get(2), int) and resident[2] >= 64:
+        if holds(2) and resident[2] >= 64:
             case("equal-128-clusters-of-2", size, 2, 128, equal_shares(boxes, 128), False)
         for c in (4, 8, 12, 14, 16):
-            if isinstance(resident.get(c), int) and resident[c] > 0:
+            if holds(c):
                 ctas = resident[c] * c
                 case(f"equal-{ctas}-clusters-of-{c}", size, c, ctas, equal_shares(boxes, ctas), False)
         # per-SM rates from the equal split over 132: bytes over its span
@@ -393,11 +398,7 @@ def dump(path: Path) -> None:
                     + (f"-clusters-of-{cluster}" if cluster > 1 else ""))
             out = torch.full((ctas * 4,), -1, dtype=torch.int64, device="cuda")
             launch = kernel.launch_tiled(ctas, tmap.data_ptr(), out.data_ptr(), split, cols // 64, stream)
-            us = [back_to_back_us(lambda i: launch(), calls=CALLS) for _ in range(ROUNDS)]
-            cases[name] = {"size": "down", "cluster": cluster, "ctas": ctas, "by_sm": False,
-                           "us_rounds": us, "us": statistics.median(us)}
-            stamps[name] = _stamps(out)
-            print(f"{name:34s} {statistics.median(us):8.2f} us  rounds {[round(u, 2) for u in us]}", flush=True)
+            timed(name, "down", cluster, ctas, False, launch, out)
     case("equal-128-clusters-of-2-again", "down", 2, 128, equal_shares(BYTES["down"] // BOX, 128), False)
     np.savez_compressed(path, record=json.dumps({
         "provenance": provenance(), "stages": STAGES, "box": BOX, "resident": resident,
