@@ -108,6 +108,12 @@ class Schedule:
     split_cluster: bool = False     # a tile's split_k slices run as one cluster and add their
                                     # partials through distributed shared memory (no workspace,
                                     # no global handshake); False: partials through global memory
+    split_lead: int = 0             # split_cluster: K tiles the cluster's first CTA takes more than
+                                    # each other slice; > 0: the others send it their whole partials
+                                    # while it still loads, and it alone adds them up and stores C
+    defer_cluster_wait: bool = False  # split_cluster: a CTA arrives on the cluster barrier once set
+                                    # up and waits on it only before its first remote store, so its
+                                    # loads start without waiting for the partners
     swap_ab: bool = False           # compute C^T = B^T A^T: a small M becomes WGMMA's N
     stream_k: bool = False          # the last partial wave's tiles (and stream_k_waves full waves
                                     # before it) shared out evenly by K iteration over the
@@ -250,12 +256,26 @@ class Schedule:
     @property
     def split_exchange_bytes(self) -> int:
         """Shared memory a split_cluster kernel receives its partners' partials in: split_k slots,
-        each one slice's share of every consumer thread's fp32 accumulator pairs."""
+        each one slice's share of every consumer thread's fp32 accumulator pairs; with a lead
+        (split_lead), split_k - 1 slots of the whole partial, which the first CTA alone adds."""
         if not self.split_cluster or self.split_k < 2:
             return 0
         threads = self.consumer_warpgroups * WARPGROUP_THREADS
         pairs = self.block_m * self.block_n // (2 * threads)
+        if self.split_lead:
+            return (self.split_k - 1) * pairs * threads * 8
         return self.split_k * (-(-pairs // self.split_k)) * threads * 8
+
+    def k_slice(self, slice_: int, k_tiles: int) -> tuple[int, int]:
+        """(first K tile, K tiles) of split-K slice `slice_` of a unit of `k_tiles` K tiles: even
+        shares, except that with split_lead the first slice takes that many K tiles (as many as
+        there are) besides its even share of the rest. The kernels cut K so."""
+        lead = min(self.split_lead, k_tiles)
+        rest = k_tiles - lead
+
+        def start(q):
+            return 0 if q == 0 else lead + q * rest // self.split_k
+        return start(slice_), start(slice_ + 1) - start(slice_)
 
     @property
     def uses_setmaxnreg(self) -> bool:
@@ -345,6 +365,12 @@ class Schedule:
         need(not (self.stream_k and self.split_k > 1), "stream_k and split_k > 1 both cut K: choose one")
         need(not self.split_cluster or self.split_k > 1,
              "split_cluster runs a tile's split_k slices as one cluster: it needs split_k > 1")
+        need(self.split_lead >= 0, f"split_lead={self.split_lead}: K tiles, 0 or more")
+        need(not self.split_lead or self.split_cluster,
+             "split_lead gives one CTA of a split_cluster's cluster more K tiles: it needs split_cluster")
+        need(not self.defer_cluster_wait or self.split_cluster,
+             "defer_cluster_wait holds the cluster barrier's wait until a split_cluster's first remote "
+             "store: it needs split_cluster (a multicast's first load is remote)")
         need(not self.split_cluster or self.multicast_size == 1,
              "split_cluster with cluster_m/cluster_n > 1: a cluster either shares an operand or "
              "holds one tile's K slices, not both")

@@ -440,8 +440,12 @@ def partial_tile_ns(s: Schedule, gpu: GpuProfile) -> tuple[float, float] | None:
     over all the slices). A masked edge tile issues the same stores, so the whole tile counts.
     None where the profile has no such measurement. Split-K inside a cluster (split_cluster):
     (the shares sent to the partners' shared memory, the tile's bytes but this CTA's own share;
-    the round of barriers and the sum of its share from its own shared memory)."""
+    the round of barriers and the sum of its share from its own shared memory). With a lead
+    (split_lead) the path is the first CTA's: nothing sent; the others' whole partials summed
+    from its shared memory, once they have arrived (split_lead_wait_ns)."""
     tile = s.block_m * s.block_n * ACCUMULATOR_BYTES
+    if s.split_cluster and s.split_lead:
+        return 0.0, tile * (s.split_k - 1) / gpu.cluster_sum_bytes_per_ns
     if s.split_cluster:
         return (tile * (s.split_k - 1) / s.split_k / gpu.cluster_exchange_bytes_per_ns,
                 gpu.cluster_exchange_sync_us * 1e3 + tile / gpu.cluster_sum_bytes_per_ns)
@@ -449,6 +453,17 @@ def partial_tile_ns(s: Schedule, gpu: GpuProfile) -> tuple[float, float] | None:
         return None
     return (tile / gpu.split_store_bytes_per_ns,
             gpu.split_sync_us * 1e3 + tile / gpu.split_sum_bytes_per_ns)
+
+
+def split_lead_wait_ns(s: Schedule, gpu: GpuProfile, lead_ns: float) -> float:
+    """What the first CTA of a split_cluster with a lead (split_lead) waits for after its loop:
+    the other slices' sends of their whole fp32 partials and the round of barriers, less the
+    `lead_ns` its lead's K tiles take (the others finish that much sooner). The loop itself is
+    charged at the even share: a call bound by HBM ends when the HBM has moved its bytes,
+    whichever SMs pull them (experiments.research.gpc_stream); a loop bound by each SM's own
+    port would pay the lead's K tiles too, which this leaves out."""
+    tile = s.block_m * s.block_n * ACCUMULATOR_BYTES
+    return max(0.0, tile / gpu.cluster_exchange_bytes_per_ns + gpu.cluster_exchange_sync_us * 1e3 - lead_ns)
 
 
 def split_unit_ns(s: Schedule, gpu: GpuProfile) -> tuple[float, float] | None:

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from gemm.schedule import WGMMA_K, Schedule
 
-from .engines import (Trace, box_clk, multicast_port_share, split_unit_ns, staged_epilogue_clk, tma_store_bytes_per_clk, wgmma_clk,
-                      zero_fill_clk)
+from .engines import (Trace, box_clk, multicast_port_share, split_lead_wait_ns, split_unit_ns, staged_epilogue_clk,
+                      tma_store_bytes_per_clk, wgmma_clk, zero_fill_clk)
 from .hardware import GpuProfile, load_profile
 from .schedules import CtaWork, boxes, oob_rows
 
@@ -89,6 +89,8 @@ def steady_sm(s: Schedule, gpu: GpuProfile, ctas: int, k_iters: int, miss_rate: 
     partial = split_unit_ns(s, g)
     if partial is not None:   # split-K: the fp32 partial out, every slice in, this CTA's share summed
         epilogue = g.ns_to_clk(sum(partial)) + bar
+        if s.split_lead:   # the others' partials arrive during the lead's K tiles, or after
+            epilogue += g.ns_to_clk(split_lead_wait_ns(s, g, s.split_lead * period / g.clock_ghz))
         if work.tiles > 1:
             # the next unit's first loads, issued as this unit's last K tiles freed their stages,
             # land meanwhile: up to one load's trip of it is hidden

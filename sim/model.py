@@ -230,7 +230,11 @@ def _predict(s: Schedule, m: int, n: int, k: int, prof: GpuProfile, dtype: str =
                         stream_k=(lg.k_iters, lg.stream_k_run), ctas=lg.ctas)
     t = timing["device_ms"] * 1e-3
     partial = split_unit_ns(s, prof)
-    if partial is not None:
+    if partial is not None and s.split_lead:
+        notes.append(f"split-K with a lead: the cluster's first CTA runs {s.split_lead} K tiles more than each "
+                     f"other slice, while they send it their fp32 partials; it then sums them "
+                     f"({partial[1] / 1e3:.1f} us) and stores the tile")
+    elif partial is not None:
         out = "sends its fp32 partial's shares to its cluster's CTAs" if s.split_cluster else \
             "stores its fp32 partial tile"
         notes.append(f"split-K: each of a CTA's {lg.units_per_cta} unit(s) {out} ({partial[0] / 1e3:.1f} us), "

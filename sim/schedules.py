@@ -29,7 +29,7 @@ import simpy
 
 from gemm.schedule import INPUT_BYTES, WGMMA_K, Schedule
 
-from .engines import (ACCUMULATOR_BYTES, BlockBarrier, Mbarrier, SmEngines, Trace, split_unit_ns,
+from .engines import (ACCUMULATOR_BYTES, BlockBarrier, Mbarrier, SmEngines, Trace, split_lead_wait_ns, split_unit_ns,
                       staging_passes_clk, tma_store_bytes_per_clk)
 from .hardware import GpuProfile
 
@@ -207,6 +207,11 @@ class Cta:
             store_ns, after_ns = partial
             yield from self._step(role, "fp32 partial stores + fence", "epilogue", g.ns_to_clk(store_ns))
             yield from self._sync(role, cbar, "consumers' barrier")
+            if s.split_lead:   # the others finished the lead's K tiles sooner (this CTA's last ones)
+                lead = min(s.split_lead, len(self.iter_end) - 1)
+                lead_ns = (self.iter_end[-1] - self.iter_end[-1 - lead]) / g.clock_ghz if lead > 0 else 0.0
+                yield from self._step(role, "the others' partials (beyond the lead)", "epilogue",
+                                      g.ns_to_clk(split_lead_wait_ns(s, g, lead_ns)))
             yield from self._step(role, "split-K handshake + sum", "epilogue", g.ns_to_clk(after_ns))
         elif s.stores_via_tma:
             # each warpgroup stages its own share behind its own named barrier and stores it box by

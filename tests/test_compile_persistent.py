@@ -46,6 +46,13 @@ CASES = [
                         consumer_registers=0, split_k=4, split_cluster=True), "bfloat16", "mn", "k"),
     KernelConfig(preset("v7", block_n=16, block_k=128, stages=5, split_k=4, swap_ab=True, epilogue="direct",
                         producer_registers=0, consumer_registers=0, split_cluster=True), "float16", "k", "mn"),
+    # ... with a lead (the first CTA adds the others' whole partials) and the cluster's wait held
+    # until the first remote store
+    KernelConfig(preset("v7", block_n=64, stages=8, split_k=2, split_cluster=True, split_lead=4,
+                        defer_cluster_wait=True)),
+    KernelConfig(preset("v7", block_m=64, consumer_warpgroups=1, block_n=16, block_k=128, stages=8, split_k=3,
+                        swap_ab=True, epilogue="direct", producer_registers=0, consumer_registers=0,
+                        split_cluster=True, split_lead=2), "bfloat16", "k", "k"),
 ]
 
 
@@ -84,9 +91,15 @@ def test_feature_instructions(compiled):
     # semantics: `.release.cluster` costs a GPU-wide MEMBAR before every arrival, in the K loop.
     # Split-K inside a cluster releases its partials so, once a tile: "ready" and "free" on
     # every slice's CTA, and no global workspace
+    # (with a lead: a later slice's one "ready", the first CTA's "free" on each other slice)
     releases = len(re.findall(r"mbarrier\.arrive\.release\.cluster", ptx))
-    assert releases == (2 * s.split_k if s.split_cluster else 0)
+    assert releases == ((s.split_k if s.split_lead else 2 * s.split_k) if s.split_cluster else 0)
     assert ("st.shared::cluster.v2.f32" in ptx) == s.split_cluster
+    # the cluster barrier: one meeting at the start and one at the end, or, deferred, the start's
+    # arrive alone and its wait in each role (the consumers' before their first remote store)
+    meetings = len(re.findall(r"barrier\.cluster\.arrive\.release\.aligned;\s*barrier\.cluster\.wait", ptx))
+    assert meetings == ((1 if s.defer_cluster_wait else 2) if s.cluster_size > 1 else 0)
+    assert len(re.findall(r"barrier\.cluster\.arrive", ptx)) == (2 if s.cluster_size > 1 else 0)
     assert ("atom.global" in ptx) == ((s.split_k > 1 and not s.split_cluster) or s.stream_k)
     tma_store = s.stores_via_tma
     assert ("stmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx) == tma_store
@@ -179,7 +192,31 @@ def test_split_cluster_exchange_fits_past_the_barriers():
     assert three.split_exchange_bytes == 3 * 11 * 256 * 8
 
 
+def test_split_lead_cuts_k_and_sizes_the_slots():
+    """A lead gives the first slice that many K tiles more (all of them, when K is shorter) and
+    the rest even shares; the first CTA receives the other slices' whole partials."""
+    even = preset("v7", block_n=128, stages=3, split_k=3, split_cluster=True)
+    lead = even.replace(split_lead=3)
+    assert [even.k_slice(q, 86) for q in range(3)] == [(0, 28), (28, 29), (57, 29)]
+    assert [lead.k_slice(q, 86) for q in range(3)] == [(0, 30), (30, 28), (58, 28)]
+    assert [lead.k_slice(q, 2) for q in range(3)] == [(0, 2), (2, 0), (2, 0)]
+    for s, k_tiles in ((even, 86), (lead, 86), (lead, 2), (lead, 3), (lead, 1000)):
+        cuts = [s.k_slice(q, k_tiles) for q in range(3)]
+        assert all(first + count == nxt for (first, count), (nxt, _) in zip(cuts, cuts[1:]))
+        assert cuts[-1][0] + cuts[-1][1] == k_tiles
+    assert lead.split_exchange_bytes == 2 * 128 * 128 * 4     # two whole fp32 partials
+    assert even.split_exchange_bytes == 3 * 11 * 256 * 8
+    cfg = KernelConfig(lead)
+    assert cfg.exchange_offset + lead.split_exchange_bytes + 1024 <= cfg.shared_bytes
+    assert "lead3" in cfg.name and "latewait" in KernelConfig(lead.replace(defer_cluster_wait=True)).name
+
+
 @pytest.mark.parametrize("changes,limit", [
+    (dict(split_lead=2), "needs split_cluster"),
+    (dict(split_k=2, split_lead=2), "needs split_cluster"),
+    (dict(block_n=64, stages=2, split_k=2, split_cluster=True, split_lead=-1), "0 or more"),
+    (dict(defer_cluster_wait=True), "needs split_cluster"),
+    (dict(cluster_m=2, defer_cluster_wait=True), "needs split_cluster"),
     (dict(split_cluster=True), "needs split_k > 1"),
     (dict(block_n=64, stages=2, split_k=2, split_cluster=True, cluster_m=2), "not both"),
     (dict(block_n=64, stages=2, split_k=16, split_cluster=True), "portable maximum"),

@@ -66,6 +66,20 @@ SCHEDULES = {
     "v7-128x64-dsmem-splitk2": preset("v7", block_n=64, stages=8, split_k=2, split_cluster=True),
     "v7-64x128-dsmem-splitk4": preset("v7", block_m=64, block_n=128, consumer_warpgroups=1, stages=6,
                                       producer_registers=0, consumer_registers=0, split_k=4, split_cluster=True),
+    # ... with a lead: the first slice takes more K tiles and adds the others' whole partials
+    # alone (3 slices, a lead longer than short K; the decode down rows' tiles), each CTA's
+    # loads started before the cluster barrier's wait
+    "v7-128-dsmem-splitk3-lead": preset("v7", block_n=128, stages=3, split_k=3, split_cluster=True, split_lead=3,
+                                        defer_cluster_wait=True),
+    "v7-128x64-dsmem-splitk2-lead": preset("v7", block_n=64, stages=8, split_k=2, split_cluster=True, split_lead=4,
+                                           defer_cluster_wait=True),
+    "v7-swap-ab-16-dsmem-lead": preset("v7", block_m=64, consumer_warpgroups=1, block_n=16, block_k=128, stages=8,
+                                       split_k=2, swap_ab=True, epilogue="direct", producer_registers=0,
+                                       consumer_registers=0, split_cluster=True, split_lead=2),
+    "v7-swap-ab-16-dsmem-late-wait": preset("v7", block_m=64, consumer_warpgroups=1, block_n=16, block_k=128,
+                                            stages=8, split_k=2, swap_ab=True, epilogue="direct",
+                                            producer_registers=0, consumer_registers=0, split_cluster=True,
+                                            defer_cluster_wait=True),
     # the small-grid tiles (gemm.dispatch.candidates.SMALL_GRID_SPECS): 64x64 in one warpgroup
     # (a TMA-stored C box of 64), 64x128 with a WGMMA group in flight, 128x64 sharing A in a cluster
     "v7-64x64-s8": preset("v7", block_m=64, block_n=64, consumer_warpgroups=1, stages=8,
@@ -108,6 +122,7 @@ MAJORS = [("row", "row"), ("row", "col"), ("col", "row"), ("col", "col")]
 # swap-AB: the operands trade roles; 128x64 split-K: a narrow N box in every majorness
 ALL_MAJORS = ("v7-cluster-m", "v7-cluster-n", "v7-128x64-s8-splitk2", "v7-swap-ab", "v7-swap-ab-192", "v7-swap-ab-64",
               "v7-swap-ab-splitk4", "v7-swap-ab-stream-k", "v7-128x64-dsmem-splitk2", "v7-swap-ab-dsmem-splitk4",
+              "v7-128x64-dsmem-splitk2-lead", "v7-swap-ab-16-dsmem-lead",
               "v7-192-cluster-serpentine", "v7-192-cluster-inflight", "v7-64x64-s8", "v7-128x64-s8-cluster-n",
               "v7-64x64-bk128", "v7-128x64-bk128-cluster-n", "v7-320", "v7-320-cluster-m", "v7-256x144-cluster-n")
 
@@ -188,7 +203,8 @@ def test_exact_on_small_integers(name):
 
 @pytest.mark.parametrize("name", ["v7", "v7-128-splitk3", "v7-64x128-splitk4", "v7-128x64-s8-splitk2",
                                   "v7-swap-ab-splitk4", "v7-128-dsmem-splitk3", "v7-128-dsmem-splitk8",
-                                  "v7-swap-ab-dsmem-splitk4", "v7-stream-k",
+                                  "v7-swap-ab-dsmem-splitk4", "v7-128-dsmem-splitk3-lead",
+                                  "v7-128x64-dsmem-splitk2-lead", "v7-swap-ab-16-dsmem-lead", "v7-stream-k",
                                   "v7-stream-k-partial-wave", "v7-128-stream-k-direct", "v7-serpentine",
                                   "v7-128-splitk3-serpentine"])
 def test_repeated_calls_are_bitwise_equal(name):
@@ -207,7 +223,7 @@ def test_repeated_calls_are_bitwise_equal(name):
 
 
 @pytest.mark.parametrize("name", ["v7", "v7-cluster-m", "v7-stream-k", "v7-stream-k-partial-wave", "v7-128-splitk3",
-                                  "v7-128-dsmem-splitk2"])
+                                  "v7-128-dsmem-splitk2", "v7-128-dsmem-splitk3-lead"])
 @pytest.mark.parametrize("shape", [(5, 256, 512, 64), (40, 128, 256, 200), (3, 1100, 2300, 300)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_batch_reaches_every_products_maps(name, shape):

@@ -521,3 +521,32 @@ def test_split_cluster_partials_stay_on_chip_and_clusters_of_four_hold_120_ctas(
     assert (p_cl.launch["ctas"], p_cl.launch["units_per_cta"]) == (120, 2)
     pair = from_spec("v7:block_n=64,stages=8,split_k=2,split_cluster=true")
     assert sim.predict(pair, 128, 4096, 11008).launch["ctas"] == 128     # clusters of 2: every SM
+
+
+DECODE_PAIR = ("v7:block_m=64,consumer_warpgroups=1,block_n=16,block_k=128,stages=8,split_k=2,swap_ab=true,"
+               "epilogue=direct,producer_registers=0,consumer_registers=0,split_cluster=true")
+
+
+def test_split_lead_takes_the_handshake_off_the_first_ctas_path():
+    """split_lead: the cluster's first CTA sums the others' whole partials, which they send during
+    its lead's K tiles; the model charges what the lead does not cover (split_lead_wait_ns), in the
+    fast path and the SimPy one alike, and the loop at the even share."""
+    from gemm.schedule import from_spec
+    from sim.engines import partial_tile_ns, split_lead_wait_ns
+    from sim.fast import fast_predict
+    g = load_profile("h200-sxm")
+    pick, lead = from_spec(DECODE_PAIR), from_spec(DECODE_PAIR + ",split_lead=2")
+    tile = 64 * 16 * 4
+    assert partial_tile_ns(lead, g) == pytest.approx((0.0, tile / g.cluster_sum_bytes_per_ns))
+    whole = tile / g.cluster_exchange_bytes_per_ns + g.cluster_exchange_sync_us * 1e3
+    assert split_lead_wait_ns(lead, g, 0.0) == pytest.approx(whole)
+    assert split_lead_wait_ns(lead, g, whole - 100.0) == pytest.approx(100.0)
+    assert split_lead_wait_ns(lead, g, 2 * whole) == 0.0
+    for model in (sim.predict, fast_predict):
+        t = {s.split_lead: model(s, 16, 4096, 11008).call["queued_ms"] * 1e3 for s in (pick, lead)}
+        # a 16 KB K tile at the HBM's share takes ~0.5 us: two of them cover the ~1 us handshake
+        assert -0.8 < t[2] - t[0] < -0.2, t
+    # dec128-down's pair sends a 32 KB partial: a lead of two 64-deep K tiles covers little of it
+    wide = from_spec("v7:block_n=64,stages=8,split_k=2,split_cluster=true")
+    short, long_ = (fast_predict(wide.replace(split_lead=L), 128, 4096, 11008).call["queued_ms"] for L in (2, 8))
+    assert long_ < short

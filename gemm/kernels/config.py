@@ -138,7 +138,8 @@ class KernelConfig:
     def split_barrier_offset(self) -> int:
         """split_cluster: the "ready" mbarrier (every slice's partial has arrived in this CTA's
         slots) and, 8 bytes on, the "free" one (every slice has summed its share, so the slots
-        may be written again), past the stages' barriers; -1 without split_cluster."""
+        may be written again), past the stages' barriers; -1 without split_cluster. With a lead
+        (split_lead) only the first CTA's "ready" and the others' "free" are used."""
         return self.empty_barrier_offset + 8 * self.stages if self.schedule.split_cluster else -1
 
     @property
@@ -179,6 +180,8 @@ class KernelConfig:
                 + ("acc16_" if s.accumulate == "float16" else "")
                 + (f"splitk{s.split_k}_" if s.split_k > 1 else "")
                 + ("dsmem_" if s.split_cluster else "")
+                + (f"lead{s.split_lead}_" if s.split_lead else "")
+                + ("latewait_" if s.defer_cluster_wait else "")
                 + ("serpentine_" if s.k_order == "serpentine" else "")
                 + (f"{s.raster}{s.raster_group if s.raster == 'grouped' else ''}_" if s.raster != "row" else "")
                 + f"{self.dtype}_{self.a_major}{self.a_layout.swizzle}_{self.b_major}{self.b_layout.swizzle}"

@@ -54,6 +54,17 @@ kernel changes four things, each a Schedule field:
                       costs a tile's fp32 bytes through the cluster's SM-to-SM network and one
                       round of barriers, where the workspace costs them through L2 twice and a
                       handshake through global atomics (~1 us).
+  split_lead          (split_cluster) the cluster's first CTA takes split_lead K tiles besides
+                      its even share of the rest, the others fewer. They finish first and send it their whole
+                      partials while it still loads; it waits on its "ready" barrier (by then
+                      long complete), adds them to its accumulators in slice order and stores
+                      the tile, then frees their slots. The handshake (~0.8 us of cluster-scope
+                      release and acquire) leaves the tile's path; the lead's K tiles cost
+                      little there, because a call bound by HBM ends when the HBM has moved its
+                      bytes, whichever SMs pull them.
+  defer_cluster_wait  (split_cluster) a CTA arrives on the cluster barrier once its barriers
+                      exist and waits on it only before its first remote store (a slice's
+                      partial): its loads start without waiting for its partners to start.
   dependent_launch    launched as a programmatic dependent (gemm/ptx/grid.py): the kernel may
                       be scheduled before the one ahead of it on the stream has finished; its
                       CTAs set up (barriers, tensor maps, registers), then the producer and the
@@ -243,6 +254,45 @@ def make_split_cluster_reduce(config):
     return reduce
 
 
+def make_split_lead_gather(config):
+    """`acc = gather(acc, smem_base, rank, reduced)`: split-K inside the cluster with a lead (see
+    the module docstring): a later slice sends its whole partial into the first CTA's slot
+    rank - 1 and arrives on that CTA's "ready" barrier; the first CTA waits for every slice, adds
+    the slots to its accumulators in slice order and frees them (it then stores `acc` as a whole
+    tile). `reduced` counts the tiles this CTA has reduced before, which gives the phases."""
+    s = config.schedule
+    SPLIT = s.split_k
+    THREADS = 128 * s.consumer_warpgroups
+    COUNT = ptx.accumulator_count(config.m_blocks, config.block_n)
+    SLOT = COUNT * THREADS * 4                 # one whole fp32 partial
+    READY, EXCHANGE = config.split_barrier_offset, config.exchange_offset
+    FREE = READY + 8
+    send = ptx.send_partials(COUNT, THREADS, 1)
+    add = ptx.add_partials(COUNT, THREADS, SPLIT - 1)
+
+    @register_jitable(inline="always")
+    def gather(acc, smem_base, rank, reduced):
+        tid = cuda.threadIdx.x
+        ready, free = uint32(smem_base + READY), uint32(smem_base + FREE)
+        exchange = uint32(smem_base + EXCHANGE)
+        if rank > 0:
+            if reduced > 0:                    # the first CTA has added the last tile's slots
+                ptx.mbarrier_wait_cluster(free, (reduced - 1) & 1)
+            send(acc, uint32(exchange - SLOT), rank, uint32(tid))   # slot rank - 1
+            ptx.named_barrier_sync(14, THREADS)
+            if tid == 0:
+                ptx.mbarrier_arrive_release_cluster(ready, 0)
+        else:
+            ptx.mbarrier_wait_cluster(ready, reduced & 1)
+            acc = add(acc, exchange, uint32(tid))
+            ptx.named_barrier_sync(14, THREADS)    # every thread's reads, before the slots are freed
+            if tid == 0:
+                for owner in range(1, SPLIT):
+                    ptx.mbarrier_arrive_release_cluster(free, owner)
+        return acc
+    return gather
+
+
 def make_stream_k(config):
     """`give(acc, slots, flags, cta)` and `acc = take(acc, slots, flags, cta, tile_end, ctas, shared)`:
     stream-K's partial tiles (see the module docstring)."""
@@ -301,6 +351,8 @@ def build_persistent_kernel(config):
     SPLIT_BARRIERS = config.split_barrier_offset
     IN_FLIGHT = s.wgmma_in_flight
     SPLIT = s.split_k
+    LEAD = s.split_lead
+    DEFER_WAIT = s.defer_cluster_wait
     STREAM_K, STREAM_K_WAVES = s.stream_k, s.stream_k_waves
     SETMAXNREG = s.uses_setmaxnreg
     PRODUCER_REGS, CONSUMER_REGS = s.producer_registers, s.consumer_registers
@@ -323,7 +375,11 @@ def build_persistent_kernel(config):
     store_direct = make_epilogue(config)
     store_staged = make_staged_epilogue(config) if TMA_STORE else None
     split_k_reduce = make_split_k_reduce(config) if SPLIT > 1 and not SPLIT_CLUSTER else None
-    split_cluster_reduce = make_split_cluster_reduce(config) if SPLIT_CLUSTER else None
+    split_cluster_reduce = make_split_cluster_reduce(config) if SPLIT_CLUSTER and not LEAD else None
+    split_lead_gather = make_split_lead_gather(config) if SPLIT_CLUSTER and LEAD else None
+    # split_cluster's barriers: with a lead, the first CTA's "ready" counts the other slices and
+    # each other slice's "free" the first CTA; else every CTA's both count every slice
+    READY_ARRIVALS, FREE_ARRIVALS = (SPLIT - 1, 1) if LEAD else (SPLIT, SPLIT)
     give, take = make_stream_k(config) if STREAM_K else (None, None)
 
     @register_jitable(inline="always")
@@ -355,8 +411,11 @@ def build_persistent_kernel(config):
             rest = unit - product * (tile_units * SPLIT)
             tile_unit = rest // SPLIT
             slice_ = rest - tile_unit * SPLIT
-        first = (slice_ * num_iters) // SPLIT
-        return product, tile_unit, slice_, first, ((slice_ + 1) * num_iters) // SPLIT - first
+        # even slices; with a lead, the first takes LEAD K tiles more (Schedule.k_slice)
+        lead = min(LEAD, num_iters)
+        rest = num_iters - lead
+        first = 0 if slice_ == 0 else lead + (slice_ * rest) // SPLIT
+        return product, tile_unit, slice_, first, lead + ((slice_ + 1) * rest) // SPLIT - first
 
     @register_jitable(inline="always")
     def shared_tiles(tiles, ctas):
@@ -439,11 +498,15 @@ def build_persistent_kernel(config):
             for st in range(STAGES):   # (st: `stage` is the roles' ring position below)
                 ptx.mbarrier_init(base + FULL + 8 * st, 1)
                 ptx.mbarrier_init(base + EMPTY + 8 * st, EMPTY_ARRIVALS)
-            if SPLIT_CLUSTER:                  # "ready" and "free": one arrival per slice
-                ptx.mbarrier_init(base + SPLIT_BARRIERS, SPLIT)
-                ptx.mbarrier_init(base + SPLIT_BARRIERS + 8, SPLIT)
+            if SPLIT_CLUSTER:                  # "ready" and "free"
+                ptx.mbarrier_init(base + SPLIT_BARRIERS, READY_ARRIVALS)
+                ptx.mbarrier_init(base + SPLIT_BARRIERS + 8, FREE_ARRIVALS)
             ptx.fence_mbarrier_init()
-        if CLUSTER > 1:
+        if DEFER_WAIT:
+            cuda.syncthreads()                 # this CTA's barriers exist before its roles use them,
+            ptx.cluster_arrive()               # the partners' before its first remote store (the wait)
+            rank = ptx.cluster_ctarank()
+        elif CLUSTER > 1:
             ptx.cluster_sync()                 # the partner's barriers exist before anyone arrives
             rank = ptx.cluster_ctarank()
         else:
@@ -484,6 +547,8 @@ def build_persistent_kernel(config):
                     backward = not backward
                 if early_trigger:
                     ptx.launch_dependents()    # every load is issued: the next kernel may be scheduled
+            if DEFER_WAIT:
+                ptx.cluster_wait()             # (the producer stores nothing remotely)
         else:
             # the consumer warpgroups: wait for a stage, multiply, hand it back; then store C
             if SETMAXNREG:
@@ -535,8 +600,15 @@ def build_persistent_kernel(config):
                     if done_stage == STAGES:
                         done_stage = 0
                 if SPLIT_CLUSTER:
-                    split_cluster_reduce(acc, base, rank, reduced, m, n, off_m, off_n,
-                                         c + product * (m * ldc * 2), ldc, pair_ok)
+                    if DEFER_WAIT and reduced == 0:
+                        ptx.cluster_wait()     # the partners' barriers exist: the first remote store
+                    if LEAD:
+                        acc = split_lead_gather(acc, base, rank, reduced)
+                        if rank == 0:
+                            store_direct(acc, c + product * (m * ldc * 2), ldc, m, n, off_m, off_n, pair_ok)
+                    else:
+                        split_cluster_reduce(acc, base, rank, reduced, m, n, off_m, off_n,
+                                             c + product * (m * ldc * 2), ldc, pair_ok)
                     reduced += 1
                 elif SPLIT > 1:
                     split_k_reduce(acc, workspace + product * SPLIT * plane_bytes, flags, slice_,
@@ -554,6 +626,8 @@ def build_persistent_kernel(config):
                         store_direct(acc, c + product * (m * ldc * 2), ldc, m, n, off_m, off_n, pair_ok)
                 found, product, tile_unit, slice_ = next_found, next_product, next_tile_unit, next_slice
                 first_k, count_k, off_m, off_n = next_first_k, next_count_k, next_off_m, next_off_n
+            if DEFER_WAIT and reduced == 0:
+                ptx.cluster_wait()             # a cluster without a tile: every arrive has its wait
             if TMA_STORE and tid % 128 == 0:
                 ptx.bulk_wait_group_read(0)    # shared memory must outlive the last store's reads
             if DEPENDENT and not early_trigger and tid == 0:

@@ -17,9 +17,9 @@
   integer    32-bit division (a 64-bit one is a call, which serializes WGMMA)
 Kernels and microbenchmarks import from here; no other module writes PTX.
 """
-from .cluster import (cluster_ctarank, cluster_sync, mbarrier_arrive_cluster, mbarrier_arrive_release_cluster,
-                      mbarrier_wait_cluster, tma_load_2d_multicast)
-from .exchange import send_partials, sum_partials
+from .cluster import (cluster_arrive, cluster_ctarank, cluster_sync, cluster_wait, mbarrier_arrive_cluster,
+                      mbarrier_arrive_release_cluster, mbarrier_wait_cluster, tma_load_2d_multicast)
+from .exchange import add_partials, send_partials, sum_partials
 from .fences import elect_one, fence_proxy_async_shared, fence_tensormap_acquire, named_barrier_sync
 from .integer import div_u32, rem_u32
 from .grid import grid_dependency_wait, launch_dependents
@@ -36,8 +36,9 @@ from .wgmma import (accumulator_count, smem_descriptor, wgmma_commit_group, wgmm
                     wgmma_wait_group)
 
 __all__ = [
-    "cluster_ctarank", "cluster_sync", "mbarrier_arrive_cluster", "mbarrier_arrive_release_cluster",
-    "mbarrier_wait_cluster", "tma_load_2d_multicast", "send_partials", "sum_partials",
+    "cluster_arrive", "cluster_ctarank", "cluster_sync", "cluster_wait", "mbarrier_arrive_cluster",
+    "mbarrier_arrive_release_cluster", "mbarrier_wait_cluster", "tma_load_2d_multicast",
+    "send_partials", "sum_partials", "add_partials",
     "elect_one", "fence_proxy_async_shared", "fence_tensormap_acquire", "named_barrier_sync",
     "div_u32", "rem_u32", "grid_dependency_wait", "launch_dependents",
     "accumulator_zeros", "fragment_coords", "stage_accumulators", "store_accumulators",

@@ -17,6 +17,17 @@ cluster_sync = asm_intrinsic(
     doc="Every thread of every CTA of the cluster meets here: after it, mbarrier inits are "
         "visible cluster-wide, and no CTA leaves while a partner may still write to it.")
 
+cluster_arrive = asm_intrinsic(
+    "cluster_arrive", "barrier.cluster.arrive.release.aligned;", "",
+    doc="cluster_sync's first half: this thread has arrived (what it wrote before, the mbarrier "
+        "inits among it, is released at cluster scope); it goes on without waiting.")
+
+cluster_wait = asm_intrinsic(
+    "cluster_wait", "barrier.cluster.wait.acquire.aligned;", "",
+    doc="cluster_sync's second half: wait until every thread of the cluster has arrived (once "
+        "after each cluster_arrive, before the next). Held until a CTA's first remote access, "
+        "the wait is off the path of the loads before it.")
+
 mbarrier_arrive_cluster = asm_intrinsic(
     "mbarrier_arrive_cluster",
     "{\n .reg .b32 remote;\n mapa.shared::cluster.u32 remote, $0, $1;\n"

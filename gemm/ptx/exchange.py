@@ -8,6 +8,10 @@ pairs of every share into the owning CTA's slot for this slice (st.shared::clust
 threads' pair j side by side, so a warp writes 256 contiguous bytes); `sum_partials` adds the
 slots of a CTA's own share in slice order (the same bits whichever CTA holds which slice) and
 stores the sums into C. Slots: `split` of them, each `slot_bytes(...)` long, in every CTA.
+
+With a lead (Schedule.split_lead) the first CTA adds the whole tile: the others send it every
+pair (`send_partials` with split 1, into its slot rank - 1), and `add_partials` adds those
+slots to its own accumulators in slice order, which it then stores as an unsplit tile.
 """
 from functools import lru_cache
 
@@ -17,7 +21,7 @@ from numba.cuda.extending import intrinsic
 from numba.cuda.typing import signature
 
 from ._asm import F32, I32, emit
-from .fragment import PairStore, fragment_coords
+from .fragment import PairStore, add_loaded, fragment_coords
 
 PAIR_TYPE = ir.LiteralStructType([F32, F32])
 
@@ -93,3 +97,28 @@ def sum_partials(m_blocks, n, threads, split, out_dtype, transposed=False):
         return signature(types.void, types.uint32, types.uint32, types.uint32, types.uint64, types.int64,
                          types.int32, types.int32, types.uint32), codegen
     return add_up
+
+
+@lru_cache(maxsize=None)
+def add_partials(count, threads, slots):
+    """An intrinsic `f(acc, exchange, tid) -> acc`: this thread's fp32 accumulators plus its
+    pairs in each of `slots` whole-partial slots at shared address `exchange` (as
+    `send_partials(count, threads, 1)` wrote them), slot after slot (slice order)."""
+    pairs = count // 2
+    slot = slot_bytes(pairs, 1, threads)
+    acc_type = types.UniTuple(types.float32, count)
+
+    @intrinsic
+    def add(typingctx, acc, exchange, tid):
+        def codegen(context, builder, sig, args):
+            acc_v, exchange_v, tid_v = args
+            i32 = lambda v: ir.Constant(I32, v)  # noqa: E731
+            mine = builder.add(exchange_v, builder.mul(tid_v, i32(8)))
+            for s in range(slots):
+                for p in range(pairs):
+                    part = emit(builder, "ld.shared.v2.f32 {$0, $1}, [$2];", "=f,=f,r",
+                                (builder.add(mine, i32(s * slot + p * threads * 8)),), PAIR_TYPE)
+                    acc_v = add_loaded(builder, acc_v, part, 2 * p, 2)
+            return acc_v
+        return signature(acc_type, acc_type, types.uint32, types.uint32), codegen
+    return add

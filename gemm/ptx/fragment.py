@@ -26,6 +26,15 @@ OUT_DTYPES = ("float16", "bfloat16", "float32")
 ACCUMULATOR_TYPES = {"float32": types.float32, "float16": types.uint32}  # fp16: packed pairs
 
 
+def add_loaded(builder, acc, part, first, width):
+    """The fp32 fragment `acc` (an LLVM aggregate) with the `width` floats of the loaded struct
+    `part` added to its elements first .. first + width - 1."""
+    for e in range(width):
+        acc = builder.insert_value(acc, builder.fadd(builder.extract_value(acc, first + e),
+                                                     builder.extract_value(part, e)), first + e)
+    return acc
+
+
 @lru_cache(maxsize=None)
 def accumulator_zeros(count, accumulate="float32"):
     """An intrinsic `f() -> UniTuple(float32 | uint32, count)` of zeros."""

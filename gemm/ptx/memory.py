@@ -18,7 +18,7 @@ from numba.cuda.extending import intrinsic
 from numba.cuda.typing import signature
 
 from ._asm import F32, I16, I32, I64, asm_intrinsic, emit
-from .fragment import CONVERT, convert_one, convert_pair
+from .fragment import CONVERT, add_loaded, convert_one, convert_pair
 
 fence_gpu = asm_intrinsic(
     "fence_gpu", "fence.acq_rel.gpu;", "",
@@ -168,10 +168,7 @@ def add_fragment_slot(count, threads):
                                        (_slot_chunk(builder, slot_v, tid_v, chunk, threads),), chunk_type))
                           for chunk in range(g, min(g + group, chunks))]
                 for chunk, part in loaded:
-                    for e in range(4):
-                        i = 4 * chunk + e
-                        acc_v = builder.insert_value(
-                            acc_v, builder.fadd(builder.extract_value(acc_v, i), builder.extract_value(part, e)), i)
+                    acc_v = add_loaded(builder, acc_v, part, 4 * chunk, 4)
             return acc_v
         return signature(acc_type, acc_type, types.uint64, types.int32), codegen
     return add_slot
