@@ -55,10 +55,10 @@ kernel changes four things, each a Schedule field:
                       round of barriers, where the workspace costs them through L2 twice and a
                       handshake through global atomics (~1 us).
   split_lead          (split_cluster) the cluster's first CTA takes split_lead K tiles besides
-                      its even share of the rest, the others fewer. They finish first and send it their whole
-                      partials while it still loads; it waits on its "ready" barrier (by then
-                      long complete), adds them to its accumulators in slice order and stores
-                      the tile, then frees their slots. The handshake (~0.8 us of cluster-scope
+                      its even share of the rest, the others fewer. They finish first and send
+                      it their whole partials while it still loads; it waits on its "ready"
+                      barrier (by then long complete), adds them to its accumulators in slice
+                      order and stores the tile, then frees their slots. The handshake (~0.8 us of cluster-scope
                       release and acquire) leaves the tile's path; the lead's K tiles cost
                       little there, because a call bound by HBM ends when the HBM has moved its
                       bytes, whichever SMs pull them.
