@@ -58,10 +58,10 @@ kernel changes four things, each a Schedule field:
                       its even share of the rest, the others fewer. They finish first and send
                       it their whole partials while it still loads; it waits on its "ready"
                       barrier (by then long complete), adds them to its accumulators in slice
-                      order and stores the tile, then frees their slots. The handshake (~0.8 us of cluster-scope
-                      release and acquire) leaves the tile's path; the lead's K tiles cost
-                      little there, because a call bound by HBM ends when the HBM has moved its
-                      bytes, whichever SMs pull them.
+                      order and stores the tile, then frees their slots. The handshake (~0.8
+                      us of cluster-scope release and acquire) leaves the tile's path; the
+                      lead's K tiles cost little there, because a call bound by HBM ends when
+                      the HBM has moved its bytes, whichever SMs pull them.
   defer_cluster_wait  (split_cluster) a CTA arrives on the cluster barrier once its barriers
                       exist and waits on it only before its first remote store (a slice's
                       partial): its loads start without waiting for its partners to start.
@@ -264,7 +264,7 @@ def make_split_lead_gather(config):
     SPLIT = s.split_k
     THREADS = 128 * s.consumer_warpgroups
     COUNT = ptx.accumulator_count(config.m_blocks, config.block_n)
-    SLOT = COUNT * THREADS * 4                 # one whole fp32 partial
+    SLOT = ptx.exchange.slot_bytes(COUNT // 2, 1, THREADS)   # one whole fp32 partial
     READY, EXCHANGE = config.split_barrier_offset, config.exchange_offset
     FREE = READY + 8
     send = ptx.send_partials(COUNT, THREADS, 1)
