@@ -9,7 +9,8 @@ Edge tiles in M, N and K, every family, a ring deeper and shallower than K; the
 producer-warpgroup kernels (V6, V7) with clusters, split-K (through a workspace and inside a
 cluster), a batch and an odd count of tiles;
 rows TMA cannot address, through gemm/padding.py's copies; a chain of dependent launches
-whose grids fill the GPU, each letting the next kernel in once its loads are issued."""
+whose grids fill the GPU, each letting the next kernel in once its loads are issued, and the
+same chains loading each product's weights before waiting for the kernel ahead (preload)."""
 import sys
 
 import torch
@@ -44,6 +45,14 @@ WARPGROUP_CASES = [("v6", (300, 264, 200), 1), ("v7", (384, 264, 520), 1), ("v7:
                    ("v7:block_n=128,stages=4,split_k=2,split_cluster=true", (1100, 1300, 1000), 1),
                    ("v7:block_m=64,consumer_warpgroups=1,block_n=16,block_k=128,stages=8,split_k=4,swap_ab=true,"
                     "epilogue=direct,producer_registers=0,consumer_registers=0,split_cluster=true", (13, 264, 1000), 1),
+                   # ... with a lead: the first slice's extra K tiles (more than K has, at 3 slices) and
+                   # the others' whole partials summed by it alone; the cluster's wait held until the
+                   # first remote store
+                   ("v7:block_n=128,stages=3,split_k=3,split_cluster=true,split_lead=3,defer_cluster_wait=true",
+                    (1100, 1300, 300), 1),
+                   ("v7:block_m=64,consumer_warpgroups=1,block_n=16,block_k=128,stages=8,split_k=2,swap_ab=true,"
+                    "epilogue=direct,producer_registers=0,consumer_registers=0,split_cluster=true,split_lead=2",
+                    (13, 264, 1000), 1),
                    ("v7:stream_k=true", (384, 264, 520), 1), ("v7:block_n=128,stages=4,stream_k=true", (520, 900, 1000), 1),
                    # 306 tiles on 132 CTAs: the last partial wave's 42 shared, two waves of whole tiles
                    ("v7:block_n=128,stages=4,stream_k=true,stream_k_waves=0", (2304, 2176, 256), 1),
@@ -108,7 +117,12 @@ for spec, (m, n, k), batch in WARPGROUP_CASES:
 # (FLAG_EARLY_TRIGGER: the producer lets the next kernel in after its last load): (spec, m, widths)
 CHAIN_CASES = [("v7", 2048, [256, 2048, 2048]),
                ("v7:block_m=64,consumer_warpgroups=1,block_n=16,block_k=128,stages=8,split_k=2,swap_ab=true,"
-                "epilogue=direct,producer_registers=0,consumer_registers=0,split_cluster=true", 16, [2048, 4096, 4096])]
+                "epilogue=direct,producer_registers=0,consumer_registers=0,split_cluster=true", 16, [2048, 4096, 4096]),
+               # each kernel's weights' first ring loaded before its wait for the kernel ahead
+               ("v7:preload=b", 2048, [256, 2048, 2048]),
+               ("v7:block_m=64,consumer_warpgroups=1,block_n=16,block_k=128,stages=8,split_k=2,swap_ab=true,"
+                "epilogue=direct,producer_registers=0,consumer_registers=0,split_cluster=true,split_lead=2,"
+                "defer_cluster_wait=true,preload=b", 16, [2048, 4096, 4096])]
 
 for spec, m, widths in CHAIN_CASES:
     if not wanted(f"chain {spec}"):

@@ -147,7 +147,7 @@ def _torch_stream_getter():
     return raw if raw is not None else (lambda device_id: torch.cuda.current_stream(device_id).cuda_stream)
 
 
-def matmul(a, b, stages=None, *, version=None, schedule=None, out=None):
+def matmul(a, b, stages=None, *, version=None, schedule=None, out=None, weights=None):
     """`a @ b` for fp16/bf16 matrices (2-D) or batches of them (3-D, NumPy broadcasting),
     with fp32 accumulation, on our kernels.
 
@@ -160,11 +160,20 @@ def matmul(a, b, stages=None, *, version=None, schedule=None, out=None):
     schedule a full gemm.Schedule
     out      an array of the product's shape, a's dtype and kind, rows contiguous (and, for a
              batch, its matrices one after another), to write into
+    weights  "a" or "b": that operand holds weights that no kernel still running on the stream
+             writes (the kernel ahead of this call in particular). A kernel launched as a
+             programmatic dependent (v7 and the dispatcher's persistent picks) then loads its
+             first K tiles of them before waiting for the kernel ahead to end, so back to back
+             the HBM keeps streaming across the kernels' boundary (Schedule.preload). Wrong if
+             the kernel ahead writes that operand: it may be read before it is written.
 
     Any M, N, K >= 1 (K = 0 gives zeros). Raises ValueError/TypeError for bad
     input before anything is written, gemm.launch.DeviceError without a Hopper GPU.
     """
-    signature = _signature(a, b, out, stages, version, schedule)
+    if weights not in (None, "a", "b"):
+        raise ValueError(f"weights must be None, 'a' or 'b' (the operand no kernel still running writes), "
+                         f"got {weights!r}")
+    signature = _signature(a, b, out, stages, version, schedule, weights)
     repeat = _REPEATS.get(signature)
     if repeat is not None:           # the same call as before: only the launch runs
         return repeat(out)
@@ -181,6 +190,7 @@ def matmul(a, b, stages=None, *, version=None, schedule=None, out=None):
         if plan_.source != "autotune" and _autotune_enabled():
             plan_ = autotune(a, b)
         sched = plan_.schedule
+    sched = with_weights(sched, weights)
     result, repeat = _run(sched, call, dev, launch_gemm, tma_storable)
     if signature is not None and repeat is not None:
         _remember(signature, repeat)
@@ -213,7 +223,15 @@ def _forget_repeats():
     _staging_held[0] = 0
 
 
-def _signature(a, b, out, stages, version, schedule):
+def with_weights(schedule: Schedule, weights: str | None) -> Schedule:
+    """`schedule` loading the operand `weights` names before its wait for the kernel ahead,
+    where it is launched as a programmatic dependent (only such a launch waits); else as it is."""
+    if weights is None or not schedule.dependent_launch:
+        return schedule
+    return schedule.replace(preload=weights)
+
+
+def _signature(a, b, out, stages, version, schedule, weights=None):
     """What decides everything about a call but the output's address, or None (host arrays)."""
     module = type(a).__module__
     if module == "torch":
@@ -222,12 +240,12 @@ def _signature(a, b, out, stages, version, schedule):
         device = a.get_device()   # -1 on the CPU: such a call never ran, so it never matches
         o = (out.data_ptr(), out.shape, out.stride(), out.dtype) if out is not None else None
         return ("torch", a.data_ptr(), a.shape, a.stride(), a.dtype, device, b.data_ptr(), b.shape, b.stride(),
-                b.dtype, o, _torch_stream(device), stages, version, id(schedule))
+                b.dtype, o, _torch_stream(device), stages, version, id(schedule), weights)
     if module.startswith("cupy"):
         import cupy
         o = (out.data.ptr, out.shape, out.strides, out.dtype) if out is not None else None
         return ("cupy", a.data.ptr, a.shape, a.strides, a.dtype, a.device.id, b.data.ptr, b.shape, b.strides,
-                b.dtype, o, cupy.cuda.get_current_stream().ptr, stages, version, id(schedule))
+                b.dtype, o, cupy.cuda.get_current_stream().ptr, stages, version, id(schedule), weights)
     return None
 
 
@@ -536,6 +554,9 @@ def _run(sched, call: _Call, dev, launch_gemm, tma_storable):
             and A.strides[0] == m * A.strides[1])
     a_addr, a_order, lda, a_step = on_device(A)
     b_addr, b_order, ldb, b_step = on_device(B)
+    # an operand copied into padded lines is the copy kernel's output, the kernel just ahead
+    if {"a": a_addr != A.address, "b": b_addr != B.address}.get(sched.preload, False):
+        sched = sched.replace(preload="none")
     # A row-major [M, K] is K-major; B row-major [K, N] is N-major (MN).
     a_major = "k" if a_order == "row" else "mn"
     b_major = "mn" if b_order == "row" else "k"

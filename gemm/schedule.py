@@ -52,6 +52,7 @@ EPILOGUES = ("direct", "tma")
 PHASE_STORAGE = ("register", "local")
 ACCUMULATE = ("float32", "float16")
 K_ORDERS = ("forward", "serpentine")
+PRELOADS = ("none", "a", "b")
 MAX_STREAM_K_WAVES = 2      # full waves stream-K may share besides the partial one
 MAX_BLOCK_N = 2 * WGMMA_MAX_N   # a tile is at most two WGMMA column blocks wide
 
@@ -124,6 +125,12 @@ class Schedule:
                                     # it on the stream: scheduled as that kernel's CTAs finish, it
                                     # sets up and loads only once that kernel has completed
                                     # (gemm/ptx/grid.py)
+    # A dependent launch's operand that the kernel ahead does not write (a layer's weights):
+    # "a" or "b" (the product's, whatever swap_ab does), whose first ring of K tiles the
+    # producer loads before griddepcontrol.wait, so the HBM streams it while the kernel ahead
+    # ends; the other operand, C and the workspace wait as before. "none": nothing before the
+    # wait. Only the caller knows that the operand is not being written: gemm.matmul(weights=)
+    preload: str = "none"
     name: str = "custom"
 
     # ---- derived quantities (one place for both the kernels and the model) ----
@@ -266,6 +273,14 @@ class Schedule:
             return (self.split_k - 1) * pairs * threads * 8
         return self.split_k * (-(-pairs // self.split_k)) * threads * 8
 
+    @property
+    def preloaded_operand(self) -> str | None:
+        """The kernel's operand ("a" or "b") loaded before the wait for the kernel ahead
+        (`preload` names the product's: with swap_ab the kernel's A is the product's B), or None."""
+        if self.preload == "none":
+            return None
+        return {"a": "b", "b": "a"}[self.preload] if self.swap_ab else self.preload
+
     def k_slice(self, slice_: int, k_tiles: int) -> tuple[int, int]:
         """(first K tile, K tiles) of split-K slice `slice_` of a unit of `k_tiles` K tiles: even
         shares, except that with split_lead the first slice takes that many K tiles (as many as
@@ -371,6 +386,10 @@ class Schedule:
         need(not self.defer_cluster_wait or self.split_cluster,
              "defer_cluster_wait holds the cluster barrier's wait until a split_cluster's first remote "
              "store: it needs split_cluster (a multicast's first load is remote)")
+        need(self.preload in PRELOADS, f"preload must be one of {PRELOADS}, got {self.preload!r}")
+        need(self.preload == "none" or self.dependent_launch,
+             f"preload={self.preload!r} loads an operand before waiting for the kernel ahead: only a "
+             "programmatic dependent launch waits (dependent_launch=True)")
         need(not self.split_cluster or self.multicast_size == 1,
              "split_cluster with cluster_m/cluster_n > 1: a cluster either shares an operand or "
              "holds one tile's K slices, not both")

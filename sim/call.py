@@ -14,7 +14,9 @@ units). Three times describe it:
           drain) besides its own work, less `dependent_launch_saving_us` for a kernel launched
           as a programmatic dependent (its launch under the end of the call before), or
           `dependent_launch_full_grid_saving_us` where its grid fills the GPU (its CTAs let the
-          next kernel in once their loads are issued);
+          next kernel in once their loads are issued), and less what a preload (Schedule.preload:
+          an operand loaded before the wait for the kernel ahead) streams while that kernel
+          ends (`preload_saving_s`);
   timed   one call between two CUDA events, as the protocol's loop times it (event_ms): the
           start event is recorded, the host gets the kernels going (`host_call_us`, plus
           `host_launch_us` for each further kernel) and records the end event; no
@@ -133,12 +135,39 @@ def event_ms(device_ms: float, call_us: float, floor_us: float, pace_us: float, 
     return max(d + tail_us, min(pace, max(floor, call + d))) * 1e-3
 
 
+def dependent_saving_s(s: Schedule, ctas: int, prof: GpuProfile) -> float:
+    """Back to back, what a programmatic dependent launch of `ctas` CTAs saves of launch_us."""
+    if not s.dependent_launch:
+        return 0.0
+    return (prof.dependent_launch_full_grid_saving_us if fills_the_gpu(ctas, prof.sm_count)
+            else prof.dependent_launch_saving_us) * 1e-6
+
+
+def preload_saving_s(s: Schedule, ctas: int, k_iters: int, prof: GpuProfile, paced: float, beyond_s: float) -> float:
+    """Back to back, what a dependent launch's preload takes off a call: its CTAs' first ring
+    of the preloaded operand (min(stages, a unit's K tiles) of its tiles, a multicast operand
+    once a cluster) streams at the HBM's read rate while the kernel ahead ends, inside the time
+    the launch pays beyond its loops' (`beyond_s`: its launch and fixed costs, its stream's
+    start and end, less the dependent launch's saving), as far as the HBM paces it (`paced`,
+    sim.model.hbm_paced_share: where the SMs pace a launch, its HBM queues are not what waits).
+    The next kernel's CTAs can only preload on SMs the kernel ahead has left: this takes them
+    as landing in time for all of it."""
+    operand = s.preloaded_operand
+    if operand is None or paced <= 0.0 or beyond_s <= 0.0:
+        return 0.0
+    rows = s.block_m if operand == "a" else s.block_n
+    shared_by = s.cluster_n if operand == "a" else s.cluster_m     # the CTAs one multicast feeds
+    ring = ctas * min(s.stages, k_iters) * rows * s.block_k * INPUT_BYTES / max(1, shared_by)
+    return paced * min(ring / prof.hbm_read_bytes_per_s(), beyond_s)
+
+
 def timed(kernel_s: float, s: Schedule, m: int, n: int, k: int, batch: int, slices: int, prof: GpuProfile,
-          host_us: float | None = None, tiles: int = 0, stream_k: tuple[int, int] = (0, 0), ctas: int = 0) -> dict:
+          host_us: float | None = None, tiles: int = 0, stream_k: tuple[int, int] = (0, 0), ctas: int = 0,
+          preload_s: float = 0.0) -> dict:
     """The call as a CUDA-event timing sees it; `kernel_s` is the GEMM kernel's time on the stream
     (its launch_us included), `ctas` its grid, `tiles` its C tiles (split-K's reduce runs on every slice's CTA),
     `stream_k` (K iterations of a tile, a CTA's run of the shared ones) when tiles are shared by
-    K iteration. Times in ms."""
+    K iteration, `preload_s` what its preload saves back to back (preload_saving_s). Times in ms."""
     # split-K's sum: inside the K loops' time where the profile has it measured (each unit's own,
     # sim.engines.partial_tile_ns), else after them at the GPU's rates
     reduce_s = (in_kernel_reduce_s(m, n, batch, slices, max(tiles, 1), prof)
@@ -150,9 +179,7 @@ def timed(kernel_s: float, s: Schedule, m: int, n: int, k: int, batch: int, slic
     # back to back, a programmatic dependent's launch hides partly under the kernel before it
     # (device_ms, and queued_ms where the device is the slower); one call between events, on a
     # GPU idle before it, has none to hide under (alone_ms, timed_ms)
-    saving_us = (prof.dependent_launch_full_grid_saving_us if fills_the_gpu(ctas, prof.sm_count)
-                 else prof.dependent_launch_saving_us)
-    device_s = alone_s - (saving_us * 1e-6 if s.dependent_launch else 0.0)
+    device_s = alone_s - dependent_saving_s(s, ctas, prof) - preload_s
     call_us = prof.host_call_us if host_us is None else host_us
     host_s = (call_us + (kernels - 1) * prof.host_launch_us) * 1e-6
     timed_ms = event_ms(alone_s * 1e3, call_us, prof.host_floor_us, prof.host_pace_us, prof.event_tail_us,

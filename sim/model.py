@@ -221,13 +221,19 @@ def _predict(s: Schedule, m: int, n: int, k: int, prof: GpuProfile, dtype: str =
                                                   line_starts(line_pitch or (k, k)))
     per_sm_peak = prof.tensor_flops_per_clk * hz
     busy_s = max(sim_s, *floors.values())
-    kernel_s = (busy_s + hbm_paced_share(floors, busy_s) * prof.hbm_stream_fixed_us * 1e-6
+    paced = hbm_paced_share(floors, busy_s)
+    kernel_s = (busy_s + paced * prof.hbm_stream_fixed_us * 1e-6
                 + (prof.launch_us + prof.kernel_fixed_us) * 1e-6
                 + (prof.cluster_launch_us * 1e-6 if s.multicast_size > 1 else 0.0))
 
     # 6. the call
+    preload_s = call.preload_saving_s(s, lg.ctas, lg.k_iters, prof, paced,
+                                      kernel_s - busy_s - call.dependent_saving_s(s, lg.ctas, prof))
     timing = call.timed(kernel_s, s, m, n, k, batch, lg.slices, prof, host_us, tiles=lg.tm * lg.tn * lg.batch,
-                        stream_k=(lg.k_iters, lg.stream_k_run), ctas=lg.ctas)
+                        stream_k=(lg.k_iters, lg.stream_k_run), ctas=lg.ctas, preload_s=preload_s)
+    if preload_s:
+        notes.append(f"preload: back to back, the first ring of the operand the kernel ahead does not write "
+                     f"streams while that kernel ends ({preload_s * 1e6:.1f} us off the call)")
     t = timing["device_ms"] * 1e-3
     partial = split_unit_ns(s, prof)
     if partial is not None and s.split_lead:

@@ -76,6 +76,28 @@ def test_bad_schedule_choice():
         gemm.matmul(a, b, version="v2", schedule=gemm.preset("v2"))
 
 
+def test_bad_weights():
+    a, b = _pair()
+    with pytest.raises(ValueError, match="weights must be None, 'a' or 'b'"):
+        gemm.matmul(a, b, weights="w")
+
+
+def test_weights_preload_only_dependent_launches():
+    """weights= turns on the preload where the schedule waits for the kernel ahead, and leaves
+    any other schedule as it is; a schedule asking for a preload without that wait is refused."""
+    from gemm.api import with_weights
+    v7 = gemm.preset("v7")
+    assert with_weights(v7, "b").preload == "b" and with_weights(v7, None) is v7
+    assert with_weights(gemm.preset("v2"), "b") == gemm.preset("v2")
+    with pytest.raises(ScheduleError, match="only a programmatic dependent launch waits"):
+        gemm.preset("v7", dependent_launch=False, preload="b")
+    with pytest.raises(ScheduleError, match="preload must be one of"):
+        gemm.preset("v7", preload="c")
+    swapped = gemm.preset("v7", block_n=16, stages=10, swap_ab=True, epilogue="direct", producer_registers=0,
+                          consumer_registers=0, preload="b")
+    assert swapped.preloaded_operand == "a" and v7.replace(preload="b").preloaded_operand == "b"
+
+
 def test_no_partial_write_on_bad_input():
     a, _ = _pair()
     out = np.full((4, 5), 7.0, np.float16)

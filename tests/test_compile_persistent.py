@@ -53,6 +53,12 @@ CASES = [
     KernelConfig(preset("v7", block_m=64, consumer_warpgroups=1, block_n=16, block_k=128, stages=8, split_k=3,
                         swap_ab=True, epilogue="direct", producer_registers=0, consumer_registers=0,
                         split_cluster=True, split_lead=2), "bfloat16", "k", "k"),
+    # the weights' first ring loaded before the wait for the kernel ahead: the swapped decode
+    # pair (the product's B is the kernel's A) and a multicast pair sharing B
+    KernelConfig(preset("v7", block_m=64, consumer_warpgroups=1, block_n=16, block_k=128, stages=8, split_k=2,
+                        swap_ab=True, epilogue="direct", producer_registers=0, consumer_registers=0,
+                        split_cluster=True, split_lead=2, defer_cluster_wait=True, preload="b")),
+    KernelConfig(preset("v7", block_n=192, stages=4, cluster_m=2, preload="b"), "bfloat16", "k", "mn"),
 ]
 
 
@@ -114,6 +120,11 @@ def test_feature_instructions(compiled):
     assert len(re.findall(r"griddepcontrol\.launch_dependents;", ptx)) == (2 if s.dependent_launch else 0)
     if s.dependent_launch:
         assert re.search(r"griddepcontrol\.wait;.*?cp\.async\.bulk\.tensor\.2d\.shared::cluster", ptx, re.S)
+    # with a preload the producer's wait follows TMA loads that waited for no stage (the empty
+    # ring's first pass); the K loop's loads each wait for their stage first
+    early = re.search(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster(?:(?!griddepcontrol|mbarrier\.try_wait).)*"
+                      r"griddepcontrol\.wait;", ptx, re.S)
+    assert bool(early) == (s.preload != "none")
     # the tile loop of a persistent kernel steps by the grid: no 64-bit division in the kernel
     assert not re.search(r"\b(div|rem)\.[su]64", ptx)
 

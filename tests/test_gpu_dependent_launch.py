@@ -3,7 +3,10 @@ the GPU: each call may start while the one before it on the stream ends, so ever
 launches calls back to back with no synchronisation between them and checks that a call saw
 everything the call before it wrote: a chain of products each reading the last one's output,
 two calls writing one output, split-K's counters shared by consecutive launches, an input that
-a torch kernel (not a dependent launch) wrote just before, and a chain captured in a CUDA graph."""
+a torch kernel (not a dependent launch) wrote just before, and a chain captured in a CUDA graph.
+With `weights=` the kernels load the named operand's first K tiles before waiting for the kernel
+ahead (Schedule.preload): the same chains, each product's weights constant and its other operand
+the last one's output."""
 import inspect
 
 import pytest
@@ -22,6 +25,9 @@ SCHEDULES = {
     "stream-k": from_spec("v7:stream_k=true"),
     "v7-cluster": from_spec("v7:block_n=192,stages=4,cluster_m=2"),
 }
+# the decode pair with a lead for its first CTA and the cluster's wait held (split_lead, defer_cluster_wait)
+LEAD_PAIR = from_spec(DECODE + "block_n=16,block_k=128,stages=8,split_k=2,swap_ab=true,epilogue=direct,"
+                      "split_cluster=true,split_lead=2,defer_cluster_wait=true")
 
 
 def _rel(c, ref):
@@ -178,23 +184,24 @@ def test_an_input_a_torch_kernel_just_wrote(name):
         assert _rel(out, new.double() @ b.double()) < TOLERANCE["float16"], (name, i)
 
 
-def test_a_dependent_chain_in_a_cuda_graph():
+@pytest.mark.parametrize("schedule,weights", [(SCHEDULES["split-cluster-swap-ab"], None), (LEAD_PAIR, "b")],
+                         ids=["pair", "lead-pair-preloaded"])
+def test_a_dependent_chain_in_a_cuda_graph(schedule, weights):
     import torch
 
     import gemm
-    schedule = SCHEDULES["split-cluster-swap-ab"]
     x, ws = _chain(16, [4096, 2048, 1024], seed=11)
     mid = torch.empty(16, 2048, device="cuda", dtype=torch.half)
     out = torch.empty(16, 1024, device="cuda", dtype=torch.half)
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):
-        gemm.matmul(x, ws[0], schedule=schedule, out=mid)      # warm: kernels loaded, maps made
-        gemm.matmul(mid, ws[1], schedule=SCHEDULES["v7"], out=out)
+        gemm.matmul(x, ws[0], schedule=schedule, out=mid, weights=weights)   # warm: kernels loaded, maps made
+        gemm.matmul(mid, ws[1], schedule=SCHEDULES["v7"], out=out, weights=weights)
         torch.cuda.synchronize()
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, stream=stream):
-            gemm.matmul(x, ws[0], schedule=schedule, out=mid)
-            gemm.matmul(mid, ws[1], schedule=SCHEDULES["v7"], out=out)
+            gemm.matmul(x, ws[0], schedule=schedule, out=mid, weights=weights)
+            gemm.matmul(mid, ws[1], schedule=SCHEDULES["v7"], out=out, weights=weights)
     for _ in range(3):
         x.copy_(torch.randn_like(x))
         mid.fill_(float("nan"))
@@ -204,3 +211,110 @@ def test_a_dependent_chain_in_a_cuda_graph():
         want_mid = x.double() @ ws[0].double()
         assert _rel(mid, want_mid) < TOLERANCE["float16"]
         assert _rel(out, mid.double() @ ws[1].double()) < TOLERANCE["float16"]
+
+
+
+@pytest.fixture
+def preloads(monkeypatch):
+    """The `preload` of every kernel a call runs while the test runs."""
+    from gemm import api
+    seen, kernel = [], api._kernel
+
+    def recording(schedule, *args):
+        seen.append(schedule.preload)
+        return kernel(schedule, *args)
+    monkeypatch.setattr(api, "_kernel", recording)
+    return seen
+
+
+PRELOADED = {
+    "v7": SCHEDULES["v7"],
+    "v7-cluster": SCHEDULES["v7-cluster"],                    # B multicast to the pair
+    "stream-k": SCHEDULES["stream-k"],
+    "split-k-workspace": SCHEDULES["split-k-workspace"],
+    "split-cluster-swap-ab": SCHEDULES["split-cluster-swap-ab"],   # the product's B is the kernel's A
+    "split-cluster-swap-ab-lead": LEAD_PAIR,
+}
+
+
+@pytest.mark.parametrize("name", list(PRELOADED))
+@pytest.mark.parametrize("m", [16, 300])
+def test_preloaded_weights_in_a_chain(name, m, preloads):
+    """x_{i+1} = x_i @ W_i with weights="b": each kernel loads its W_i before the kernel ahead
+    (which writes its x_i) has ended, and x_i only after; run twice, so the second pass's first
+    product follows the first pass's last, which wrote nothing it reads early."""
+    import torch
+
+    import gemm
+    x, ws = _chain(m, [8192, 1024, 1024, 1024, 768], seed=m + 1)
+    outs = [torch.full((m, w.shape[1]), float("nan"), device="cuda", dtype=torch.half) for w in ws]
+    torch.cuda.synchronize()
+    inputs = [x] + outs[:-1]
+    for _ in range(2):
+        for inp, w, out in zip(inputs, ws, outs):
+            gemm.matmul(inp, w, schedule=PRELOADED[name], out=out, weights="b")
+    torch.cuda.synchronize()
+    assert preloads and set(preloads) == {"b"}
+    for i, (inp, w, out) in enumerate(zip(inputs, ws, outs)):
+        assert _rel(out, inp.double() @ w.double()) < TOLERANCE["float16"], (name, m, i)
+
+
+def test_preloaded_weights_over_full_grids(launch_flags):
+    """The decode pair's chain at full grids (W stored [N, K], as nn.Linear keeps it): the
+    kernel ahead lets this one in once its loads are issued, so the preloads run beside its
+    last CTAs."""
+    import torch
+
+    import gemm
+    from gemm.kernels import FLAG_EARLY_TRIGGER
+    x, ws = _chain(16, [11008, 4096, 11008, 4096], seed=17)
+    ws = [w.T.contiguous() for w in ws]
+    outs = [torch.full((16, w.shape[0]), float("nan"), device="cuda", dtype=torch.half) for w in ws]
+    torch.cuda.synchronize()
+    inputs = [x] + outs[:-1]
+    for _ in range(3):
+        for inp, w, out in zip(inputs, ws, outs):
+            gemm.matmul(inp, w.T, schedule=LEAD_PAIR, out=out, weights="b")
+    torch.cuda.synchronize()
+    assert launch_flags and all(f & FLAG_EARLY_TRIGGER for f in launch_flags)
+    for i, (inp, w, out) in enumerate(zip(inputs, ws, outs)):
+        assert _rel(out, inp.double() @ w.double().T) < TOLERANCE["float16"], i
+
+
+@pytest.mark.parametrize("name", ["v7", "v7-cluster", "split-k-workspace"])
+def test_preloaded_weights_as_a(name):
+    """y_{i+1} = W_i @ y_i with weights="a": the weights are the product's A."""
+    import torch
+
+    import gemm
+    g = torch.Generator(device="cuda").manual_seed(19)
+    widths = [4096, 2048, 2048, 1024]
+    y = torch.randn(widths[0], 256, generator=g, device="cuda").half()
+    ws = [(torch.randn(b, a, generator=g, device="cuda") * a ** -0.5).half() for a, b in zip(widths, widths[1:])]
+    outs = [torch.full((w.shape[0], 256), float("nan"), device="cuda", dtype=torch.half) for w in ws]
+    torch.cuda.synchronize()
+    inputs = [y] + outs[:-1]
+    for w, inp, out in zip(ws, inputs, outs):
+        gemm.matmul(w, inp, schedule=PRELOADED[name], out=out, weights="a")
+    torch.cuda.synchronize()
+    for i, (w, inp, out) in enumerate(zip(ws, inputs, outs)):
+        assert _rel(out, w.double() @ inp.double()) < TOLERANCE["float16"], (name, i)
+
+
+def test_weights_copied_on_the_stream_are_not_preloaded(preloads):
+    """Weights whose rows TMA cannot address (K = 999: rows 1998 bytes apart) are copied into
+    padded lines by a kernel ahead of the GEMM on the stream: that copy writes what would be
+    preloaded, so the call does not preload."""
+    import torch
+
+    import gemm
+    g = torch.Generator(device="cuda").manual_seed(23)
+    a = torch.randn(64, 999, generator=g, device="cuda").half() * 999 ** -0.5
+    w = torch.randn(515, 999, generator=g, device="cuda").half()
+    out = torch.full((64, 515), float("nan"), device="cuda", dtype=torch.half)
+    for _ in range(3):
+        gemm.matmul(a, w.T, schedule=SCHEDULES["v7"], out=out, weights="b")
+    torch.cuda.synchronize()
+    assert preloads and set(preloads) == {"none"}
+    assert _rel(out, a.double() @ w.double().T) < TOLERANCE["float16"]
+

@@ -550,3 +550,27 @@ def test_split_lead_takes_the_handshake_off_the_first_ctas_path():
     wide = from_spec("v7:block_n=64,stages=8,split_k=2,split_cluster=true")
     short, long_ = (fast_predict(wide.replace(split_lead=L), 128, 4096, 11008).call["queued_ms"] for L in (2, 8))
     assert long_ < short
+
+
+def test_preload_streams_the_first_ring_across_the_kernel_boundary():
+    """preload: back to back, a dependent launch's first ring of the weights streams while the
+    kernel ahead ends; the model takes that ring at the HBM's read rate off the time the launch
+    pays beyond its loops, as far as the HBM paces it: one call (nothing ahead) is unchanged."""
+    from gemm.schedule import from_spec
+    from sim.call import preload_saving_s
+    from sim.fast import fast_predict
+    g = load_profile("h200-sxm")
+    pick, pre = from_spec(DECODE_PAIR), from_spec(DECODE_PAIR + ",preload=b")
+    ring = 128 * 8 * 64 * 128 * 2                      # 128 CTAs, 8 stages of a 64x128 weight box
+    assert preload_saving_s(pre, 128, 43, g, 1.0, 1.0) == pytest.approx(ring / g.hbm_read_bytes_per_s())
+    assert preload_saving_s(pre, 128, 43, g, 0.5, 1e-6) == pytest.approx(0.5e-6)
+    assert preload_saving_s(pre, 128, 3, g, 1.0, 1.0) == pytest.approx(3 / 8 * ring / g.hbm_read_bytes_per_s())
+    assert preload_saving_s(pick, 128, 43, g, 1.0, 1.0) == 0.0
+    for model in (sim.predict, fast_predict):
+        p0, p1 = (model(s, 16, 4096, 11008).call for s in (pick, pre))
+        assert -2.0 < (p1["queued_ms"] - p0["queued_ms"]) * 1e3 < -0.5
+        assert p1["timed_ms"] == pytest.approx(p0["timed_ms"])
+    # the ring of a multicast operand comes from HBM once a pair
+    pair = from_spec("v7:block_n=192,stages=4,cluster_m=2,preload=b")
+    assert preload_saving_s(pair, 132, 64, g, 1.0, 1.0) == pytest.approx(
+        132 * 4 * 192 * 64 * 2 / 2 / g.hbm_read_bytes_per_s())

@@ -182,6 +182,7 @@ class KernelConfig:
                 + ("dsmem_" if s.split_cluster else "")
                 + (f"lead{s.split_lead}_" if s.split_lead else "")
                 + ("latewait_" if s.defer_cluster_wait else "")
+                + (f"pre{s.preload}_" if s.preload != "none" else "")
                 + ("serpentine_" if s.k_order == "serpentine" else "")
                 + (f"{s.raster}{s.raster_group if s.raster == 'grouped' else ''}_" if s.raster != "row" else "")
                 + f"{self.dtype}_{self.a_major}{self.a_layout.swizzle}_{self.b_major}{self.b_layout.swizzle}"

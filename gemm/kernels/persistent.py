@@ -78,6 +78,16 @@ kernel changes four things, each a Schedule field:
                       previous kernel's last CTAs. (A grid smaller than the GPU keeps the late
                       trigger: the next kernel's CTAs would take the SMs it leaves idle and wait
                       there, and that kernel, placed on whatever SMs were free, runs slower.)
+  preload             (dependent_launch) an operand that the kernel ahead does not write, such
+                      as a layer's weights: before its wait the producer announces the first
+                      unit's first `stages` K tiles on their full barriers and issues that
+                      operand's boxes, so the HBM streams them while the kernel ahead ends (its
+                      last CTAs, their stores, the grid's completion: otherwise idle time back to
+                      back); after the wait it issues the other operand's boxes of those tiles,
+                      which complete the announced bytes, and goes on as before. Only the
+                      caller can know that no kernel still running writes the operand
+                      (gemm.matmul's `weights=`); the public Hopper GEMMs for inference do the
+                      same with their weights.
   k_order             "serpentine": the producer loads a unit's K tiles forward on the CTA's
                       even units and backward on its odd ones (the consumers add them up in
                       whatever order they arrive). A CTA's units are one a wave, so each wave
@@ -111,7 +121,8 @@ from numba.cuda.extending import register_jitable
 
 from .. import ptx
 from .config import FLAG_A_STEPS, FLAG_B_STEPS, FLAG_EARLY_TRIGGER
-from .tiles import (make_clock_probe, make_epilogue, make_tile_loader, make_tile_mma, make_unit_corner)
+from .tiles import (make_clock_probe, make_epilogue, make_preload, make_tile_loader, make_tile_mma,
+                    make_unit_corner)
 
 
 def make_staged_epilogue(config):
@@ -369,6 +380,8 @@ def build_persistent_kernel(config):
 
     probe_start, probe_finish = make_clock_probe(config)
     load_k_tile, mma_k_tile = make_tile_loader(config), make_tile_mma(config)
+    PRELOAD = s.preloaded_operand is not None
+    preload_early, preload_late = make_preload(config) if PRELOAD else (None, None)
     unit_grid, corner = make_unit_corner(config)
     zeros = ptx.accumulator_zeros(ptx.accumulator_count(config.m_blocks, config.block_n, s.accumulate),
                                   s.accumulate)
@@ -524,6 +537,18 @@ def build_persistent_kernel(config):
                 stage, phase = 0, 1
                 pos, unit = run_start, first_unit
                 backward = False               # serpentine: this unit's K tiles from the last one down
+                preloaded = 0                  # the first unit's K tiles whose preloaded operand is on its way
+                if PRELOAD:
+                    # the operand the kernel ahead does not write: its first ring streams while
+                    # that kernel ends (the ring is empty: no stage to wait for)
+                    found, product, tile_unit, _, first_k, count_k, _, _ = next_work(
+                        pos, run_end, unit, units, tile_units, num_iters, unit_step, rank)
+                    if found:
+                        off_m, off_n = corner_of(tile_unit, m, n, units_m, units_n, rank)
+                        preloaded = min(STAGES, count_k)
+                        for st in range(preloaded):
+                            preload_early(base, st, first_k + st, off_m, off_n, tmap_a + product * a_map_step,
+                                          tmap_b + product * b_map_step, rank)
                 if DEPENDENT:
                     ptx.grid_dependency_wait()  # A and B may be the kernel before's output
                 while True:
@@ -539,7 +564,11 @@ def build_persistent_kernel(config):
                         k_tile, k_step = first_k + count_k - 1, -1
                     for _ in range(count_k):
                         ptx.mbarrier_wait(base + EMPTY + 8 * stage, phase)
-                        load_k_tile(base, stage, k_tile, off_m, off_n, map_a, map_b, rank)
+                        if PRELOAD and preloaded > 0:   # announced, half in flight: the other operand
+                            preload_late(base, stage, k_tile, off_m, off_n, map_a, map_b, rank)
+                            preloaded -= 1
+                        else:
+                            load_k_tile(base, stage, k_tile, off_m, off_n, map_a, map_b, rank)
                         k_tile += k_step
                         stage += 1
                         if stage == STAGES:

@@ -65,6 +65,36 @@ def make_tile_loader(config):
     return load
 
 
+def make_preload(config):
+    """`(early, late)` for a schedule with `preload` (a dependent launch's operand that the
+    kernel ahead does not write): `early(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b,
+    rank)` announces the whole K tile's bytes on the stage's mbarrier and issues the preloaded
+    operand's boxes, before the wait for the kernel ahead; `late(...)`, after it, issues the
+    other operand's, which complete the same announced bytes."""
+    load_a = _make_operand_loader(config.a_layout, config.a_offset)
+    load_b = _make_operand_loader(config.b_layout, config.b_offset)
+    BARRIERS, BK, TX = config.barrier_offset, config.block_k, config.tx_bytes
+    EARLY_A = config.schedule.preloaded_operand == "a"
+
+    @register_jitable(inline="always")
+    def early(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank):
+        full = uint32(smem_base + BARRIERS + 8 * stage)
+        ptx.mbarrier_arrive_expect_tx(full, TX)
+        if EARLY_A:
+            load_a(smem_base, stage, k_tile * BK, off_m, tmap_a, full, rank)
+        else:
+            load_b(smem_base, stage, k_tile * BK, off_n, tmap_b, full, rank)
+
+    @register_jitable(inline="always")
+    def late(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank):
+        full = uint32(smem_base + BARRIERS + 8 * stage)
+        if EARLY_A:
+            load_b(smem_base, stage, k_tile * BK, off_n, tmap_b, full, rank)
+        else:
+            load_a(smem_base, stage, k_tile * BK, off_m, tmap_a, full, rank)
+    return early, late
+
+
 def make_tile_mma(config):
     """`acc = mma(acc, smem_base, stage, scale_d, warpgroup)`: the WGMMAs over the K
     tile in `stage` (not committed or waited: the kernel decides when). Consumer
