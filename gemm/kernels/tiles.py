@@ -48,51 +48,54 @@ def _make_operand_loader(layout, region_offset):
     return load
 
 
-def make_tile_loader(config):
-    """`load(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank)`: one thread
-    announces the K tile's bytes on the stage's mbarrier and issues its TMA boxes (in a
-    cluster, its part of a shared operand; `rank` is its rank in the cluster)."""
+def _make_tile_halves(config, first):
+    """`(announce_first, second)`, each `(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b,
+    rank)`: `announce_first` announces the whole K tile's bytes on the stage's mbarrier and issues
+    operand `first`'s TMA boxes ("a" or "b"), `second` the other operand's, which complete the
+    announced bytes (in a cluster, each CTA its part of a shared operand; `rank` is its rank)."""
     load_a = _make_operand_loader(config.a_layout, config.a_offset)
     load_b = _make_operand_loader(config.b_layout, config.b_offset)
     BARRIERS, BK, TX = config.barrier_offset, config.block_k, config.tx_bytes
+    A_FIRST = first == "a"
+
+    @register_jitable(inline="always")
+    def load_one(a_side, smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank):
+        full = uint32(smem_base + BARRIERS + 8 * stage)
+        if a_side:
+            load_a(smem_base, stage, k_tile * BK, off_m, tmap_a, full, rank)
+        else:
+            load_b(smem_base, stage, k_tile * BK, off_n, tmap_b, full, rank)
+
+    @register_jitable(inline="always")
+    def announce_first(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank):
+        # the whole tile: the other operand, and partners' multicast parts, complete it
+        ptx.mbarrier_arrive_expect_tx(uint32(smem_base + BARRIERS + 8 * stage), TX)
+        load_one(A_FIRST, smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank)
+
+    @register_jitable(inline="always")
+    def second(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank):
+        load_one(not A_FIRST, smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank)
+    return announce_first, second
+
+
+def make_tile_loader(config):
+    """`load(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank)`: one thread
+    announces the K tile's bytes on the stage's mbarrier and issues its TMA boxes, A's then B's
+    (in a cluster, its part of a shared operand; `rank` is its rank in the cluster)."""
+    first, second = _make_tile_halves(config, "a")
 
     @register_jitable(inline="always")
     def load(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank):
-        full = uint32(smem_base + BARRIERS + 8 * stage)
-        ptx.mbarrier_arrive_expect_tx(full, TX)   # the whole tile: partners multicast the rest
-        load_a(smem_base, stage, k_tile * BK, off_m, tmap_a, full, rank)
-        load_b(smem_base, stage, k_tile * BK, off_n, tmap_b, full, rank)
+        first(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank)
+        second(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank)
     return load
 
 
 def make_preload(config):
     """`(early, late)` for a schedule with `preload` (a dependent launch's operand that the
-    kernel ahead does not write): `early(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b,
-    rank)` announces the whole K tile's bytes on the stage's mbarrier and issues the preloaded
-    operand's boxes, before the wait for the kernel ahead; `late(...)`, after it, issues the
-    other operand's, which complete the same announced bytes."""
-    load_a = _make_operand_loader(config.a_layout, config.a_offset)
-    load_b = _make_operand_loader(config.b_layout, config.b_offset)
-    BARRIERS, BK, TX = config.barrier_offset, config.block_k, config.tx_bytes
-    EARLY_A = config.schedule.preloaded_operand == "a"
-
-    @register_jitable(inline="always")
-    def early(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank):
-        full = uint32(smem_base + BARRIERS + 8 * stage)
-        ptx.mbarrier_arrive_expect_tx(full, TX)
-        if EARLY_A:
-            load_a(smem_base, stage, k_tile * BK, off_m, tmap_a, full, rank)
-        else:
-            load_b(smem_base, stage, k_tile * BK, off_n, tmap_b, full, rank)
-
-    @register_jitable(inline="always")
-    def late(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank):
-        full = uint32(smem_base + BARRIERS + 8 * stage)
-        if EARLY_A:
-            load_b(smem_base, stage, k_tile * BK, off_n, tmap_b, full, rank)
-        else:
-            load_a(smem_base, stage, k_tile * BK, off_m, tmap_a, full, rank)
-    return early, late
+    kernel ahead does not write): `early` announces the K tile and issues the preloaded
+    operand's boxes, before the wait for the kernel ahead; `late`, after it, the other's."""
+    return _make_tile_halves(config, config.schedule.preloaded_operand)
 
 
 def make_tile_mma(config):
