@@ -22,7 +22,7 @@
 #
 # The other studies' device steps are a single command each: python3 -m experiments.research.<study>
 # --dump FILE.npz (clock_transient, launch_spread, power_draw, power_sweep, l2_sides, tma_latency,
-# dependent_launch, gpc_stream).
+# dependent_launch, gpc_stream, l2_loaded_latency).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export OUT PYTHONUNBUFFERED=1

@@ -27,6 +27,10 @@ its cluster and its start and end (%globaltimer).
    tile's producer reads them: 64 rows a CTA, its K slice (split 2: 128 CTAs; 1: 64), 1-8 boxes of
    64 x 64 side by side a stage through a 128-byte-swizzled tensor map, the same 128 KB in flight.
    Against (a), what the 2-D box pattern costs the HBM beside contiguous 16 KB copies.
+4. **The same loads from packed weights.** The weights laid out box by box, each 64 x 64 box's
+   8 KB contiguous and a row tile's boxes in K order (as a prepacked weight would be), read by
+   the same tile, 2 or 4 boxes a stage: whether the box pattern's cost is the rows' scatter over
+   the HBM (packed: as fast as the contiguous copies) or the tensor path itself (packed: no faster).
 """
 from __future__ import annotations
 
@@ -49,6 +53,7 @@ BYTES = {"down": 4096 * 11008 * 2, "up": 22016 * 4096 * 2}
 DOWN_WEIGHT = (4096, 11008)     # the down rows' W [N, K]
 TILED_SPLITS = (2, 1)
 TILED_KERNELS = ((1, 1), (1, 2), (2, 2), (1, 4), (1, 8))   # (cluster, 64-wide boxes a stage)
+PACKED_KERNELS = ((1, 2), (1, 4))   # the same loads from the weights packed box by box
 CLUSTER_SIZES = tuple(range(1, 17))
 MAP_SIZES = (8,)                 # clusters whose SM ids are merged into GPCs
 MAP_LAUNCHES = 24
@@ -79,12 +84,15 @@ def stream_ptx(cluster: int) -> str:
     return _ring_ptx("gpc_stream", params, setup, issue, cluster)
 
 
-def tiled_ptx(cluster: int, boxes: int = 2) -> str:
+def tiled_ptx(cluster: int, boxes: int = 2, packed: bool = False) -> str:
     """`gpc_tiled(tmap, out, split, kboxes)`: the decode tile's loads alone. CTA c reads weight rows
     64 (c / split) .. + 63 over its slice c % split of the K boxes (kboxes of 64 columns in all),
     `boxes` 64 x 64 boxes side by side a stage (block_k = 64 boxes; the swap-AB decode tile's
     producer loads two) through the tensor map, in SHARED // (boxes x BOX / 2) stages (the same
-    bytes in flight whatever the stage's width); out as gpc_stream's."""
+    bytes in flight whatever the stage's width); out as gpc_stream's. `packed`: the weights laid
+    out box by box (each 64 x 64 box's 8 KB contiguous, a row tile's boxes in K order; the tensor
+    map over that buffer as [rows x kboxes, 64]), so a CTA's stage is one contiguous run of bytes:
+    box (tile, kb) is rows 64 (tile x kboxes + kb) .. + 63 of that map."""
     box = BOX // 2
     stages = SHARED // (boxes * box)
     setup = f"""
@@ -105,12 +113,18 @@ def tiled_ptx(cluster: int, boxes: int = 2) -> str:
     mov.u64 start, 0;
     cvt.u64.u32 end, nb;"""
     # a stage's boxes kb .. kb + boxes - 1, those past the slice's end left out
+    # where a box's corner is: (its columns, the tile's rows), or in the packed buffer (0, its rows)
+    corner = ("""
+    @two mad.lo.u32 prow, tile, kboxes, kb2;
+    @two shl.b32 prow, prow, 6;
+    @two mov.u32 kc, 0;""" if packed else """
+    @two shl.b32 kc, kb2, 6;
+    @two mov.u32 prow, row;""")
     each = "".join(f"""
     add.u32 kb2, kb, {b};
-    setp.lt.u32 two, kb2, kb1;
-    @two shl.b32 kc, kb2, 6;
+    setp.lt.u32 two, kb2, kb1;{corner}
     @two add.u32 buf2, buf, {b * box};
-    @two cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [buf2], [tmap, {{kc, row}}], [bar];"""
+    @two cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [buf2], [tmap, {{kc, prow}}], [bar];"""
                    for b in range(boxes))
     count = "".join(f"""
     add.u32 kb2, kb, {b};
@@ -148,7 +162,7 @@ def _ring_ptx(name: str, params: str, setup: str, issue: str, cluster: int, stag
     .shared .align 8 .b64 bars[{stages}];
     .reg .pred p, leader, done, bysm, two;
     .reg .b32 tid, smid, cta, key, j, s, parity, bar, buf, buf2, by_sm, cid;
-    .reg .b32 split, kboxes, tile, slice, row, kb0, kb1, nb, kb, kb2, kc, txb;
+    .reg .b32 split, kboxes, tile, slice, row, kb0, kb1, nb, kb, kb2, kc, prow, txb;
     .reg .b64 src, shares, tmap, out, start, end, i, next, d, t0, t1, tmp, address, off, gaddr, w;
 
     mov.u32 tid, %tid.x;
@@ -261,12 +275,12 @@ def gpcs_from_clusters(launches: list[list[tuple[int, int]]]) -> list[list[int]]
 class _Kernel:
     """One cluster size's kernel, loaded, with what the device holds of it at once."""
 
-    def __init__(self, cluster: int, tiled: int = 0):
+    def __init__(self, cluster: int, tiled: int = 0, packed: bool = False):
         from cuda.bindings import driver
 
         from gemm.compile import assemble
         from gemm.launch import LoadedFunction, _load
-        cubin, _ = assemble(tiled_ptx(cluster, tiled) if tiled else stream_ptx(cluster))
+        cubin, _ = assemble(tiled_ptx(cluster, tiled, packed) if tiled else stream_ptx(cluster))
         _, handle = _load(cubin, "gpc_tiled" if tiled else "gpc_stream", SHARED)
         if cluster > 8:
             attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
@@ -388,17 +402,21 @@ def dump(path: Path) -> None:
     # 3. the down rows' weights as the swap-AB decode tile loads them: 64 rows x 128 columns a stage
     from gemm.tensormap import encode_2d
     rows, cols = DOWN_WEIGHT
-    tmap = torch.frombuffer(bytearray(encode_2d(src.data_ptr(), "float16", cols, rows, cols * 2, (64, 64), 128)),
-                            dtype=torch.uint8).cuda()
-    for cluster, boxes in TILED_KERNELS:
-        kernel = _Kernel(cluster, tiled=boxes)
-        for split in TILED_SPLITS:
-            ctas = rows // 64 * split
-            name = (f"down/tiled-64x{64 * boxes}-split-{split}"
-                    + (f"-clusters-of-{cluster}" if cluster > 1 else ""))
-            out = torch.full((ctas * 4,), -1, dtype=torch.int64, device="cuda")
-            launch = kernel.launch_tiled(ctas, tmap.data_ptr(), out.data_ptr(), split, cols // 64, stream)
-            timed(name, "down", cluster, ctas, False, launch, out)
+    def tensor_map(inner, outer):
+        encoded = encode_2d(src.data_ptr(), "float16", inner, outer, inner * 2, (64, 64), 128)
+        return torch.frombuffer(bytearray(encoded), dtype=torch.uint8).cuda()
+
+    maps = {"tiled": tensor_map(cols, rows), "packed": tensor_map(64, rows * cols // 64)}
+    for layout, kinds in (("tiled", TILED_KERNELS), ("packed", PACKED_KERNELS)):
+        for cluster, boxes in kinds:
+            kernel = _Kernel(cluster, tiled=boxes, packed=layout == "packed")
+            for split in TILED_SPLITS:
+                ctas = rows // 64 * split
+                name = (f"down/{layout}-64x{64 * boxes}-split-{split}"
+                        + (f"-clusters-of-{cluster}" if cluster > 1 else ""))
+                out = torch.full((ctas * 4,), -1, dtype=torch.int64, device="cuda")
+                launch = kernel.launch_tiled(ctas, maps[layout].data_ptr(), out.data_ptr(), split, cols // 64, stream)
+                timed(name, "down", cluster, ctas, False, launch, out)
     case("equal-128-clusters-of-2-again", "down", 2, 128, equal_shares(BYTES["down"] // BOX, 128), False)
     np.savez_compressed(path, record=json.dumps({
         "provenance": provenance(), "stages": STAGES, "box": BOX, "resident": resident,

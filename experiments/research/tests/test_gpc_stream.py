@@ -32,6 +32,22 @@ def test_the_tiled_kernel_loads_its_boxes_side_by_side_a_stage(cluster, boxes):
     assert cubin[:4] == b"\x7fELF" and "0 bytes spill" in log
 
 
+@pytest.mark.parametrize("boxes", (2, 4))
+def test_the_packed_kernel_reads_each_stage_from_one_run_of_rows(boxes):
+    """Packed, box (tile, kb) is rows 64 (tile x kboxes + kb) of a 64-column map: the corner's
+    column is 0 and its row follows the box; unpacked, the column follows the box and the row is
+    the tile's."""
+    pytest.importorskip("numba.cuda")
+    from gemm.compile import assemble
+    packed, plain = gs.tiled_ptx(1, boxes, packed=True), gs.tiled_ptx(1, boxes)
+    assert packed.count("@two mad.lo.u32 prow, tile, kboxes, kb2;") == 2 * boxes
+    assert packed.count("@two mov.u32 kc, 0;") == 2 * boxes and "shl.b32 kc" not in packed
+    assert plain.count("@two mov.u32 prow, row;") == 2 * boxes and "mad.lo.u32 prow" not in plain
+    assert packed.count("[tmap, {kc, prow}]") == plain.count("[tmap, {kc, prow}]") == 2 * boxes
+    cubin, log = assemble(packed)
+    assert cubin[:4] == b"\x7fELF" and "0 bytes spill" in log
+
+
 def test_equal_shares_cover_every_box_once():
     cuts = gs.equal_shares(5504, 132)
     assert cuts[0] == 0 and cuts[-1] == 5504 and len(cuts) == 133
