@@ -40,10 +40,9 @@ from pathlib import Path
 
 from gemm.schedule import PRESETS, from_spec
 
-from .paths import read_rows, results_dir
+from .paths import SUITE, read_rows, results_dir
 from .timing import back_to_back_rounds, host_probe, time_blocks, tflops
 
-SUITE = Path(__file__).with_name("shapes.json")
 RESULTS = results_dir()
 SHAPE_COLUMNS = ["suite", "name", "m", "n", "k", "batch", "dtype", "schedule", "ours_tflops", "torch_tflops",
                  "cupy_tflops", "ratio", "correct", "rel_err", "ours_ms", "torch_ms", "cupy_ms", "gb_per_s",

@@ -6,6 +6,7 @@ free-running grid, its replay through L2 (cached per schedule, shape and profile
 repeats ("warm") are the one-SM simulation alone."""
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
 
@@ -38,4 +39,7 @@ def main(repeats: int = 10) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    ap = argparse.ArgumentParser(prog="python -m experiments.bench_sim", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=10, help="warm predictions timed per case (default: %(default)s)")
+    main(ap.parse_args().repeats)

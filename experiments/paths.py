@@ -13,6 +13,7 @@ from pathlib import Path
 RESULTS = Path(__file__).resolve().with_name("results")
 REPO = RESULTS.parents[1]
 DEFAULT_GPU = "h200-sxm"
+SUITE = Path(__file__).with_name("shapes.json")   # the shape suite: a copy of the public one
 
 
 def results_dir(gpu: str = DEFAULT_GPU, results: Path = RESULTS) -> Path:

@@ -1,7 +1,6 @@
 """Predict first: every suite shape x every candidate schedule, written before it is measured.
 
-    python -m experiments.predict --suite ../shared/bench/shapes.json \
-        --out experiments/results/h200-sxm/predicted-<tag>.csv
+    python -m experiments.predict --out experiments/results/h200-sxm/predicted-<tag>.csv
 
 One row per (shape, candidate): the model's time for one call as a CUDA-event timing sees it
 (`predicted_ms`: host + device, sim/call.py, at the clock of the bench's median run under its
@@ -27,8 +26,9 @@ import sys
 import time
 from pathlib import Path
 
+from .paths import SUITE
+
 ROOT = Path(__file__).resolve().parents[1]
-SUITE = ROOT.parent / "shared" / "bench" / "shapes.json"
 COLUMNS = ("suite", "name", "m", "n", "k", "batch", "dtype", "schedule", "built", "predicted_ms", "predicted_tflops",
            "predicted_device_ms", "predicted_alone_ms", "predicted_queued_ms", "predicted_kernel_ms", "predicted_rank", "ctas_per_sm",
            "ctas", "units_per_cta", "bound", "gpu", "clock_ghz", "predicted_ms_earned_clock", "earned_clock_ghz",
@@ -162,7 +162,7 @@ def _map(shapes: list, gpu: str, fast: bool, jobs: int):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m experiments.predict", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--suite", default=str(SUITE), help="shape suite JSON (default: ../shared/bench/shapes.json)")
+    ap.add_argument("--suite", default=str(SUITE), help="shape suite JSON (default: the project's copy, %(default)s)")
     ap.add_argument("--gpu", default="h200-sxm")
     ap.add_argument("--out", required=True, help="CSV to write, e.g. experiments/results/h200-sxm/predicted-<tag>.csv")
     ap.add_argument("--fast", action="store_true", help="the fast path (sim.fast_predict) instead of sim.predict")

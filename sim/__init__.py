@@ -27,7 +27,7 @@ from .rank import rank
 from .schedules import model_schedule
 
 # bumped when a change to the model moves predictions (the predictions files record it)
-MODEL_VERSION = "2026.12-last-round-1"
+MODEL_VERSION = "2026.12-host-1"
 
 __all__ = ["predict", "fast_predict", "rank", "Prediction", "load_profile", "PROFILES", "GpuProfile",
            "model_schedule", "MODEL_VERSION"]

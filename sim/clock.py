@@ -11,7 +11,7 @@ u the tensor cores' share of their peak per clock, L the L2 -> SM and H the DRAM
 TB/s at clock f. The limit binds where the sum reaches 1; a kernel under it runs at the top
 clock (WGMMA kernels count at most ~0.91 of the 1.98 GHz boost clock: wgmma_clock_top_ghz).
 Fitted on WGMMA-only loops and on GEMMs that are not the seed's (`python -m
-experiments.fit_clock_form`, clock_form.csv); the seed's V1 / V2 / V3 kernels, held out, come
+experiments.research.fit_clock_form`, clock_form.csv); the seed's V1 / V2 / V3 kernels, held out, come
 within 0.5% (median) and 1.7% of their clocks given their own measured activity. The profile
 carries the coefficients (`clock_form_coef`, `clock_form_g`); `predict_at_earned_clock`
 solves for the clock with the model's own activity instead of a measured one.
@@ -108,7 +108,7 @@ def predict_at_earned_clock(predict_at_profile, schedule, m, n, k, gpu, options:
     prof = load_profile(gpu) if isinstance(gpu, str) else gpu
     if prof.clock_form_coef is None:
         raise ScheduleError(f"profile {prof.name!r} has no clock form (clock_form_coef): "
-                            "use clock='profile' or calibrate it (python -m experiments.fit_clock_form .. --write)")
+                            "use clock='profile' or calibrate it (python -m experiments.research.fit_clock_form .. --write)")
     options = dict(options)
     top = prof.wgmma_clock_top_ghz if options.get("mmas", True) else prof.clock_max_ghz
     if options["hbm_read_bytes"] is None and options["loads"] and options["reuse"] != "per-wave":

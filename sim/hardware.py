@@ -119,7 +119,7 @@ class GpuProfile:
                                           "WGMMA at 1.97-1.98 GHz) at each row's clock and residency; fitted "
                                           "(minimax over a grid) on 128x128x64 s2 and s4 and 128x128x16 s2 "
                                           "with l2_request_ns and l2_miss_port_factor, the other rows held out "
-                                          "(`python -m experiments.fit_port`). 128-B rows of hits: 75 B/ns "
+                                          "(`python -m experiments.research.fit_port`). 128-B rows of hits: 75 B/ns "
                                           "per SM, 9.9 TB/s for 132 SMs. Known miss: V2 64x256x64 moves "
                                           "11.3-12.0 TB/s with the same rows")
     l2_request_ns: float | None = _p(0.9, "measured", "port time per L2 request (one per box row of <= 128 B)",
@@ -162,7 +162,7 @@ class GpuProfile:
                                     "of a hit's (the fill competes with the reads), charged in proportion to "
                                     "the busy SMs",
                                     "fitted on the three load-only loops above with the HBM bytes predict() "
-                                    "gives them (`python -m experiments.fit_port --model-misses`; with the "
+                                    "gives them (`python -m experiments.research.fit_port --model-misses`; with the "
                                     "HBM rate and launch measured in run 31 the fit moves to 0.5, kept at "
                                     "0.4: 0.5 breaks the small-grid and fixed-cost invariants, notes 97); the "
                                     "proportion: the load-only loop on 12-88 busy SMs pulls the hit-only rate "
@@ -171,12 +171,12 @@ class GpuProfile:
     timeline_miss_port_factor: float = _p(0.5, "measured", "the same for sim/timeline.py, on its own misses",
                                           f"the value in 0.3-0.8 whose largest error on the four 128x128x64 "
                                           f"load-only loops ({RESULTS}/load_loop.csv) is smallest "
-                                          "(`python -m experiments.timeline_bytes --calibrate`)")
+                                          "(`python -m experiments.research.timeline_bytes --calibrate`)")
 
     # ---- how a free-running grid's CTAs spread (sim/convoy.py's replay) ----
     free_running_fast_sms: int = _p(12, "measured", "SMs that run free-running CTAs faster for a whole launch",
                                     f"per-CTA clock-probe stamps of V2, V2-local and V3 s3 in a grouped "
-                                    f"raster, three launches each (`python -m experiments.drift --free-cv`, "
+                                    f"raster, three launches each (`python -m experiments.research.drift --free-cv`, "
                                     f"{RESULTS}/drift.csv); held kernels show no fast SMs")
     free_running_fast_sm_factor: float = _p(0.816, "measured", "their CTAs' duration over the others'",
                                             "same stamps (0.78-0.88)")
@@ -195,7 +195,7 @@ class GpuProfile:
     l2_side_by_sm: tuple | None = _p(None, "measured", "which L2 partition each SM reads through (used only "
                                      "when asked)", "sim/profiles/<gpu>.json")
     l2_far_hit_extra_ns: float = _p(89.4, "measured", "what a hit in the far L2 partition adds to a near one",
-                                    f"{RESULTS}/l2_sides.csv (`python -m experiments.l2_sides`)")
+                                    f"{RESULTS}/l2_sides.csv (`python -m experiments.research.l2_sides`)")
     hbm_tbs: float = _p(3.35, "datasheet", "HBM bandwidth, TB/s")
     hbm_efficiency: float = _p(0.85, "assumed", "the share of the datasheet HBM bandwidth a copy reaches "
                                "(read + written)")
@@ -300,13 +300,13 @@ class GpuProfile:
     clock_form_g: float = _p(2.5, "measured", "the form's exponent g", "sim/profiles/<gpu>.json")
     wgmma_clock_top_ghz: float = _p(1.80, "measured", "the clock WGMMA kernels count when nothing holds them",
                                     "the WGMMA-only loop on 12-88 SMs counts 1.79-1.81 GHz while nvidia-smi "
-                                    "reports 1.98 (`python -m experiments.power_sweep`)")
+                                    "reports 1.98 (`python -m experiments.research.power_sweep`)")
 
     # ---- fixed costs ----
     cta_launch_clk: int = _p(600, "assumed", "a CTA's prologue: block start, the tensor maps' acquire fences, "
                              "mbarrier init, the block's sync (its first loads' latency is simulated after it)",
                              "the one-wave L2-resident load-only loops (tests/test_sim_clock.py, "
-                             "experiments.fit_port) leave no room for more: the model is already 5-14% slow "
+                             "experiments.research.fit_port) leave no room for more: the model is already 5-14% slow "
                              "on them with the profile's port")
     launch_us: float = _p(4.0, "assumed", "a kernel's launch and drain on a stream, besides its CTAs' time")
     kernel_fixed_us: float = _p(0.0, "measured", "what a GEMM launch pays whatever its K beyond launch_us and what "
@@ -348,14 +348,14 @@ class GpuProfile:
                                    "sim/profiles/<gpu>.json")
     load_clock: dict | None = _p(None, "measured", "{dtype: {early_ghz, settled_ghz, down_ms, down_ms_passes}}: the clock of the "
                                  "V6-V7 kernel (a producer warpgroup) from a rested GPU until the power limit "
-                                 "pulls it down after down_ms of load, and after (sim/clock.py clock_under_load)",
+                                 "pulls it down after down_ms of load, and after (sim/load_clock.py predict_under_load)",
                                  "sim/profiles/<gpu>.json")
     line_copy_gb_per_s: float | None = _p(None, "measured", "bytes read + written per second by the copy "
                                           "kernel of unaligned operands and results (gemm/padding.py); None: "
                                           "the HBM stream rate", "sim/profiles/<gpu>.json")
     host_launch_us: float = _p(7.0, "assumed", "host time of each further kernel a call launches (the "
                                "operand copies)", "a prepared cuda.core launch, ~7 us "
-                               "(shared/REFERENCES.md, host path)")
+                               "(../shared/REFERENCES.md, host path)")
 
     def __post_init__(self):
         # the nanosecond figures, when given, fix the per-SM-clock ones at this clock

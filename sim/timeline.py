@@ -235,7 +235,7 @@ def run(s: Schedule, m: int, n: int, k: int, gpu: str | GpuProfile = "h200-sxm",
     if partitions:  # two partitions of the physical L2, the measured side of every SM
         if prof.l2_side_by_sm is None:
             raise ValueError(f"partitions=True needs the profile's l2_side_by_sm ({prof.name} has none; "
-                             "python -m experiments.l2_sides measures it)")
+                             "python -m experiments.research.l2_sides measures it)")
         cache = PartitionedL2(l2_bytes or prof.l2_bytes, prof.tma_latency_ns,
                               prof.tma_latency_ns + prof.l2_far_hit_extra_ns, prof.hbm_latency_ns, hbm_bpns)
         side_of_sm = prof.l2_side_by_sm
