@@ -71,6 +71,18 @@ def kernel_ptx() -> str:
     stamps[8 c ..] = SM id, probe (1) or streamer (0), start ns, end ns, start clock, end clock,
     boxes (a streamer's end is when it saw the last probe finish)."""
     init = "\n".join(f"    mbarrier.init.shared::cta.b64 [bars+{8 * s}], 1;" for s in range(STAGES))
+
+    def landed(label: str) -> str:
+        """Wait until the streamer's box i has landed: its slot i % depth, its parity (i / depth) & 1."""
+        return f"""
+    rem.u32 s, i, depth;
+    div.u32 u, i, depth;
+    and.b32 parity, u, 1;
+    mov.u32 bar, bars;
+    mad.lo.u32 bar, s, 8, bar;
+{label}:
+    mbarrier.try_wait.parity.shared::cta.b64 done, [bar], parity;
+    @!done bra {label};"""
     load = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
     return f""".version 8.0
 .target sm_90a
@@ -168,21 +180,15 @@ STREAM_LOOP:
     setp.ge.u32 p, seen, probes;
     @p bra STREAM_STOP;
 SLOT:
-    rem.u32 s, j, depth;
+    // box j takes the slot of box j - depth, once that one has landed
     setp.lt.u32 p, j, depth;
     @p bra PACE;
-    div.u32 u, j, depth;
-    sub.u32 u, u, 1;
-    and.b32 parity, u, 1;
-    mov.u32 bar, bars;
-    mad.lo.u32 bar, s, 8, bar;
-SLOT_WAIT:
-    mbarrier.try_wait.parity.shared::cta.b64 done, [bar], parity;
-    @!done bra SLOT_WAIT;
+    sub.u32 i, j, depth;{landed("SLOT_WAIT")}
 PACE:
     mov.u64 t, %clock64;
     setp.lt.s64 p, t, next;
     @p bra PACE;
+    rem.u32 s, j, depth;
     cvt.u64.u32 gap, period;
     add.s64 next, t, gap;
     rem.u32 col, j, stream_boxes;
@@ -205,15 +211,7 @@ STREAM_STOP:
     @p sub.u32 i, j, depth;
 DRAIN:
     setp.ge.u32 p, i, j;
-    @p bra FIN;
-    rem.u32 s, i, depth;
-    div.u32 u, i, depth;
-    and.b32 parity, u, 1;
-    mov.u32 bar, bars;
-    mad.lo.u32 bar, s, 8, bar;
-DRAIN_WAIT:
-    mbarrier.try_wait.parity.shared::cta.b64 done, [bar], parity;
-    @!done bra DRAIN_WAIT;
+    @p bra FIN;{landed("DRAIN_WAIT")}
     add.u32 i, i, 1;
     bra DRAIN;
 
