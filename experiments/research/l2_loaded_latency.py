@@ -300,9 +300,9 @@ def summarize_condition(runs: list[dict]) -> dict:
     for run in runs:
         stamps = run["stamps"]
         distinct &= len({s[0] for s in stamps}) == len(stamps)
+        per = len(run["lat"]) // sum(1 for s in stamps if s[1])     # boxes a probe
         for c, (sm, probe, g0, g1, c0, c1, n) in enumerate(stamps):
             if probe:
-                per = len(run["lat"]) // sum(1 for s in stamps if s[1])
                 ghz = (c1 - c0) / max(1, g1 - g0)
                 lat_ns.extend(x / ghz for x in run["lat"][c * per:(c + 1) * per])
         tbs.append(sum(s[6] * BOX / max(1, s[3] - s[2]) for s in stamps) / 1e3)
