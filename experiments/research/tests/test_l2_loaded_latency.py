@@ -73,3 +73,12 @@ def test_the_summary_reads_the_dump(tmp_path):
     # two hit conditions: the fit goes through both, and the miss row is judged, not fitted
     assert rows["loaded"]["one_queue_ns"] == pytest.approx(600.0, rel=1e-6)
     assert s["l0_ns"] == pytest.approx(300.0, rel=1e-2)
+
+
+def test_a_capacity_past_the_hits_reach_is_said_to_be_no_ceiling():
+    """The fit's R is the form's extrapolation when the hits' latency stayed flat over the loads
+    reached; the summary's line says so, and says nothing where R lies within reach."""
+    flat = {"l0_ns": 227.0, "capacity_tbs": 43.9, "reach_tbs": 8.47}
+    assert "not a measured ceiling" in ll.fit_line(flat)
+    near = {"l0_ns": 300.0, "capacity_tbs": 12.0, "reach_tbs": 10.0}
+    assert "not a measured ceiling" not in ll.fit_line(near) and "R 12.00 TB/s" in ll.fit_line(near)
