@@ -114,8 +114,9 @@ SPECS = (
     f"v7:block_m=64,consumer_warpgroups=1,block_n=64,stages=8,split_k=2,{SWAP_AB},split_cluster=true",
     # ... with a lead: the cluster's first CTA takes 2 (4) K tiles more, so the other slice sends
     # its partial and hands over while the first still loads, and only the sum is left after the
-    # loop (1 x 4096 x 11008: 25.87 us back to back against 26.13 without; 64 rows 27.34 against
-    # 27.57; 128 rows with a lead of 8, 29.79 against 29.64, gains nothing)
+    # loop (16 x 4096 x 11008: 25.75 us back to back against 26.12 without, 1 row 25.87 against
+    # 26.13; 64 rows 27.34 against 27.57; 128 rows with a lead of 8, 29.79 against 29.64, gains
+    # nothing)
     f"v7:block_m=64,consumer_warpgroups=1,block_n=16,block_k=128,stages=8,split_k=2,{SWAP_AB},split_cluster=true,"
     "split_lead=2",
     f"v7:block_m=64,consumer_warpgroups=1,block_n=64,stages=8,split_k=2,{SWAP_AB},split_cluster=true,split_lead=4",
