@@ -9,6 +9,9 @@
                                                  # shapes the table and the model never saw
   python -m experiments.bench --schedule v7      # every suite shape on one preset, not the default
   python -m experiments.bench --sweep "v7;v7:block_n=192" --shapes sq4096   # candidates -> sweep.csv
+  python -m experiments.bench --sweep "PICK;packed:PICK;packed:" --shapes dec16-down --tag packed
+                                                 # ... with the weights packed (gemm.pack_weights):
+                                                 # 'packed:' alone is the dispatcher's choice for them
   python -m experiments.bench --candidates --tag candidates-N   # every shape's dispatcher candidates
   python -m experiments.bench --check            # the ladder again: fail if a preset's ratio to
                                                  # cuBLAS falls more than 10% below ladder.csv's
@@ -36,6 +39,7 @@ import json
 import math
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from gemm.schedule import PRESETS, from_spec
@@ -98,6 +102,21 @@ def _tolerance(dtype, schedule) -> float:
     return TOLERANCE[dtype]
 
 
+@dataclass(frozen=True)
+class Packed:
+    """A sweep entry that reads the weights packed (gemm.pack_weights): `schedule`, or None for the
+    dispatcher's choice. Its rows' schedule column reads 'packed:NAME' (not a table source)."""
+    schedule: object = None
+
+
+def sweep_entry(spec: str):
+    """A --sweep item: a schedule spec, or 'packed:' and an optional spec."""
+    if spec.startswith("packed:"):
+        rest = spec[len("packed:"):]
+        return Packed(from_spec(rest) if rest else None)
+    return from_spec(spec)
+
+
 def measure_shape(shape, schedules, seed=0, input_sets=3, baselines_each=False, rest_s=0.0,
                   probe_host=False, back_to_back=False) -> list[dict]:
     """One row per schedule (None: the dispatcher's choice) at one shape. Each is checked
@@ -128,19 +147,25 @@ def measure_shape(shape, schedules, seed=0, input_sets=3, baselines_each=False, 
     ref = a.double() @ b.double()
     base = {key: shape[key] for key in ("suite", "name", "m", "n", "k", "batch", "dtype") if key in shape}
     rows, timed = [], {}
-    for i, schedule in enumerate(schedules):
+    # the weights packed once per input set, for the entries that read them so
+    packs = ({id(y): gemm.pack_weights(y) for _, y in sets} if any(isinstance(e, Packed) for e in schedules)
+             else {})
+    for i, entry in enumerate(schedules):
         row = dict(base)
+        packed = isinstance(entry, Packed)
+        schedule = entry.schedule if packed else entry
+        weights = (lambda y: packs[id(y)]) if packed else (lambda y: y)
         try:
-            chosen = schedule or gemm.plan(a, b).schedule
-            row["schedule"] = chosen.name
+            chosen = schedule or gemm.plan(a, weights(b)).schedule
+            row["schedule"] = ("packed:" if packed else "") + chosen.name
             c = torch.full(ref.shape, float("nan"), dtype=a.dtype, device="cuda")
-            gemm.matmul(a, b, schedule=schedule, out=c)
+            gemm.matmul(a, weights(b), schedule=schedule, out=c)
             torch.cuda.synchronize()
             err = _relative_error(c, ref)
             del c
             row.update(rel_err=f"{err:.2e}", correct=bool(err < _tolerance(dtype, chosen)))
             if row["correct"]:
-                timed[f"ours{i}"] = lambda x, y, s=schedule: gemm.matmul(x, y, schedule=s)
+                timed[f"ours{i}"] = lambda x, y, s=schedule, w=weights: gemm.matmul(x, w(y), schedule=s)
         except (ValueError, TypeError, NotImplementedError) as exc:   # a shape our API refuses
             row.update(schedule=row.get("schedule", ""), correct=False, rel_err=f"refused: {exc}"[:200])
         rows.append(row)
@@ -312,8 +337,10 @@ def main(argv=None) -> int:
                    help="the shape list, in shapes.json's format (default: %(default)s; "
                         "experiments/shapes-offsuite.json holds shapes the table and the model never saw)")
     p.add_argument("--schedule", type=from_spec, help="one schedule for every shape (default: the dispatcher's)")
-    p.add_argument("--sweep", type=lambda s: [from_spec(x) for x in s.split(";")],
-                   help="candidate schedules separated by ';' (e.g. 'v7;v7:block_n=192'), each on every shape")
+    p.add_argument("--sweep", type=lambda s: [sweep_entry(x) for x in s.split(";")],
+                   help="candidate schedules separated by ';' (e.g. 'v7;v7:block_n=192'), each on every shape; "
+                        "'packed:SPEC' reads the weights packed (gemm.pack_weights), 'packed:' alone with the "
+                        "dispatcher's choice for them")
     p.add_argument("--candidates", action="store_true",
                    help="sweep each shape over the dispatcher's candidates for it (what make_table reads)")
     p.add_argument("--rest", type=float, default=ROW_REST_S,

@@ -10,7 +10,8 @@ producer-warpgroup kernels (V6, V7) with clusters, split-K (through a workspace 
 cluster), a batch and an odd count of tiles;
 rows TMA cannot address, through gemm/padding.py's copies; a chain of dependent launches
 whose grids fill the GPU, each letting the next kernel in once its loads are issued, and the
-same chains loading each product's weights before waiting for the kernel ahead (preload)."""
+same chains loading each product's weights before waiting for the kernel ahead (preload); weights
+packed for bulk copies (gemm.pack_weights), multicast in a cluster and in such a chain."""
 import sys
 
 import torch
@@ -124,14 +125,45 @@ CHAIN_CASES = [("v7", 2048, [256, 2048, 2048]),
                 "epilogue=direct,producer_registers=0,consumer_registers=0,split_cluster=true,split_lead=2,"
                 "defer_cluster_wait=true,preload=b", 16, [2048, 4096, 4096])]
 
-for spec, m, widths in CHAIN_CASES:
-    if not wanted(f"chain {spec}"):
-        continue
+
+def run_chain(label, spec, m, widths, packed=False):
+    """x_{i+1} = x_i @ W_i over `widths`, the calls queued with no synchronisation between them
+    (each W_i packed by gemm.pack_weights if `packed`), then every link checked."""
     x, _ = random_operands(m, 8, widths[0], "float16", seed=m)
     ws = [random_operands(8, n, k, "float16", seed=k + n)[1] for k, n in zip(widths, widths[1:])]
+    operands = [gemm.pack_weights(w) for w in ws] if packed else ws
     outs = [poisoned(m, w.shape[1], "float16") for w in ws]
     inputs = [x] + outs[:-1]
-    for inp, w, out in zip(inputs, ws, outs):   # no synchronisation between the calls
+    for inp, w, out in zip(inputs, operands, outs):
         gemm.matmul(inp, w, schedule=from_spec(spec), out=out)
     for i, (inp, w, out) in enumerate(zip(inputs, ws, outs)):
-        check(f"chain {spec} {m}x{w.shape[1]}x{inp.shape[1]} link {i}", out, inp, w)
+        check(f"{label} {m}x{w.shape[1]}x{inp.shape[1]} link {i}", out, inp, w)
+
+
+for spec, m, widths in CHAIN_CASES:
+    if wanted(f"chain {spec}"):
+        run_chain(f"chain {spec}", spec, m, widths)
+
+# weights packed for bulk copies (gemm.pack_weights): the decode pair with a lead (its weights the
+# kernel's A; 264 rows leave an edge tile of 8 and K an edge box), a pair multicasting the packed
+# B in 64-row halves, and a chain of dependent launches each copying its packed weights before
+# its wait for the kernel ahead: (spec, (m, n, k) or (m, widths))
+PACKED_CASES = [("v7:block_m=64,consumer_warpgroups=1,block_n=16,block_k=128,stages=8,split_k=2,swap_ab=true,"
+                 "epilogue=direct,producer_registers=0,consumer_registers=0,split_cluster=true,split_lead=2",
+                 (13, 264, 1000)),
+                ("v7:block_n=128,stages=4,cluster_m=2", (384, 264, 520))]
+PACKED_CHAIN = ("v7:block_m=64,consumer_warpgroups=1,block_n=16,block_k=128,stages=8,split_k=2,swap_ab=true,"
+                "epilogue=direct,producer_registers=0,consumer_registers=0,split_cluster=true,split_lead=2,"
+                "preload=b", 16, [2048, 4096, 4096])
+
+for spec, (m, n, k) in PACKED_CASES:
+    if not wanted(f"packed {spec}"):
+        continue
+    a, b = random_operands(m, n, k, "float16", seed=m + n + k)
+    c = poisoned(m, n, "float16")
+    gemm.matmul(a, gemm.pack_weights(b), schedule=from_spec(spec), out=c)
+    check(f"packed {spec} {m}x{n}x{k}", c, a, b)
+
+spec, m, widths = PACKED_CHAIN
+if wanted(f"packed chain {spec}"):
+    run_chain(f"packed chain {spec}", spec, m, widths, packed=True)

@@ -3,9 +3,11 @@
 `gemm.matmul(a, b, stages=2)` is the entry point. Importing `gemm` (or
 `gemm.schedule`) does not import numba or cupy: the kernels load on first use.
 """
+from .packed import PackedWeights, pack_weights
 from .schedule import PRESETS, Schedule, ScheduleError, preset
 
-__all__ = ["matmul", "plan", "autotune", "Schedule", "ScheduleError", "PRESETS", "preset"]
+__all__ = ["matmul", "plan", "autotune", "pack_weights", "PackedWeights", "Schedule", "ScheduleError", "PRESETS",
+           "preset"]
 
 
 def __getattr__(name):

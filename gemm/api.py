@@ -17,6 +17,7 @@ from functools import lru_cache
 import numpy as np
 
 from .limits import line_start, tma_addressable
+from .packed import PackedWeights, packed_operand
 from .schedule import INPUT_BYTES, KernelGapError, Schedule, kernel_gaps, preset
 
 DTYPES = ("float16", "bfloat16")
@@ -33,6 +34,7 @@ class _Matrix:
     dtype: str
     address: int = 0     # device address (numpy: filled in after the copy)
     device_id: int = -1  # -1: host
+    packed: bool = False  # weights packed by gemm.pack_weights: `array` is the PackedWeights
 
     @property
     def batch(self) -> int:
@@ -56,6 +58,11 @@ def _dtype_name(dt) -> str:
 
 
 def _describe(x, name):
+    if isinstance(x, PackedWeights):
+        if name != "b":
+            raise TypeError(f"{name} is packed weights: gemm.matmul takes them as b (a @ b)")
+        # it stands for b [K, N] read K-contiguous, as a weight W [N, K] passed as W.T
+        return _Matrix(x.kind, x, x.shape, (1, x.k), x.dtype, x.address, x.device_id, packed=True)
     mod = type(x).__module__.split(".")[0]
     if mod == "numpy" or isinstance(x, np.ndarray):
         if not isinstance(x, np.ndarray):
@@ -119,10 +126,10 @@ def _checked(schedule, stages, version) -> Schedule:
 
 
 @lru_cache(maxsize=None)
-def _kernel(schedule: Schedule, dtype: str, a_major: str, b_major: str):
+def _kernel(schedule: Schedule, dtype: str, a_major: str, b_major: str, packed: str | None = None):
     from .kernels import KernelConfig
     from .launch import load_kernel
-    return load_kernel(KernelConfig(schedule, dtype, a_major, b_major))
+    return load_kernel(KernelConfig(schedule, dtype, a_major, b_major, packed=packed))
 
 
 
@@ -160,6 +167,8 @@ def matmul(a, b, stages=None, *, version=None, schedule=None, out=None, weights=
     schedule a full gemm.Schedule
     out      an array of the product's shape, a's dtype and kind, rows contiguous (and, for a
              batch, its matrices one after another), to write into
+    b may also be `gemm.pack_weights(b)`: the same product, its weights read by one bulk copy
+    per K tile (gemm/packed.py), on a schedule that can read them so.
     weights  "a" or "b": that operand holds weights that no kernel still running on the stream
              writes (the kernel ahead of this call in particular). A kernel launched as a
              programmatic dependent (v7 and the dispatcher's persistent picks) then loads its
@@ -185,6 +194,8 @@ def matmul(a, b, stages=None, *, version=None, schedule=None, out=None, weights=
         raise ValueError(f"the inputs are on GPU {call.A.device_id}, the current device is {dev.device_id}")
     if explicit is not None:
         sched = explicit
+    elif call.B.packed:
+        sched = _dispatch_packed(*call.key, call.line_starts).schedule
     else:
         plan_ = _dispatch(*call.key, call.line_starts)
         if plan_.source != "autotune" and _autotune_enabled():
@@ -234,18 +245,23 @@ def with_weights(schedule: Schedule, weights: str | None) -> Schedule:
 def _signature(a, b, out, stages, version, schedule, weights=None):
     """What decides everything about a call but the output's address, or None (host arrays)."""
     module = type(a).__module__
+    packed = isinstance(b, PackedWeights)
     if module == "torch":
-        if type(b).__module__ != "torch":
+        if type(b).__module__ != "torch" and not (packed and b.kind == "torch"):
             return None
         device = a.get_device()   # -1 on the CPU: such a call never ran, so it never matches
         o = (out.data_ptr(), out.shape, out.stride(), out.dtype) if out is not None else None
-        return ("torch", a.data_ptr(), a.shape, a.stride(), a.dtype, device, b.data_ptr(), b.shape, b.stride(),
-                b.dtype, o, _torch_stream(device), stages, version, id(schedule), weights)
+        b_key = (id(b), b.address) if packed else (b.data_ptr(), b.shape, b.stride(), b.dtype)
+        return ("torch", a.data_ptr(), a.shape, a.stride(), a.dtype, device, b_key, o, _torch_stream(device),
+                stages, version, id(schedule), weights)
     if module.startswith("cupy"):
         import cupy
+        if packed and b.kind != "cupy":
+            return None
         o = (out.data.ptr, out.shape, out.strides, out.dtype) if out is not None else None
-        return ("cupy", a.data.ptr, a.shape, a.strides, a.dtype, a.device.id, b.data.ptr, b.shape, b.strides,
-                b.dtype, o, cupy.cuda.get_current_stream().ptr, stages, version, id(schedule), weights)
+        b_key = (id(b), b.address) if packed else (b.data.ptr, b.shape, b.strides, b.dtype)
+        return ("cupy", a.data.ptr, a.shape, a.strides, a.dtype, a.device.id, b_key, o,
+                cupy.cuda.get_current_stream().ptr, stages, version, id(schedule), weights)
     return None
 
 
@@ -310,6 +326,8 @@ def plan(a, b, stages=None, *, version=None, schedule=None):
     call = _operands(a, b, None)
     if explicit is not None:
         return Plan(explicit, "explicit", "named by the caller")
+    if call.B.packed:
+        return _dispatch_packed(*call.key, call.line_starts)
     return _dispatch(*call.key, call.line_starts)
 
 
@@ -328,6 +346,9 @@ def autotune(a, b, *, top=3, other_tiles=None, force=False):
     from .dispatch import AUTOTUNE_OTHER_TILES, tuning_candidates
     from .dispatch.autotune import ROUNDS, store, time_candidates
     from .launch import device, launch_gemm, tma_storable
+    if isinstance(b, PackedWeights):
+        raise TypeError("autotune times the weights as they are, not packed: pass b itself (a call "
+                        "with its packed weights then runs the tuned schedule where it can read them)")
     call = _operands(a, b, None)
     if call.A.kind == "numpy":    # tune on the device, where the product runs
         import cupy
@@ -399,6 +420,14 @@ def _dispatch(m, n, k, batch, dtype, a_major, b_major, line_starts=("line", "lin
     return choose(m, n, k, batch, dtype, gpu=gpu, tuned=tuned, line_starts=line_starts)
 
 
+@lru_cache(maxsize=1024)
+def _dispatch_packed(m, n, k, batch, dtype, a_major, b_major, line_starts=("line", "line")):
+    """The dispatcher's plan for a product with packed weights: its plain plan where that
+    schedule can read them, else the best of the candidates that can."""
+    from .dispatch import choose_packed
+    return choose_packed(_dispatch(m, n, k, batch, dtype, a_major, b_major, line_starts), m, n, k, batch, dtype)
+
+
 @dataclass
 class _Call:
     """A checked product: operands, output, and its shape."""
@@ -431,7 +460,7 @@ def _line_start(mat: _Matrix) -> str:
     and its line pitch); one copied first (gemm.padding: host arrays, lines TMA cannot address)
     gets lines 128 bytes apart."""
     major, ld = _majorness(mat)
-    if mat.kind == "numpy" or major is None or not tma_addressable(mat.address, ld):
+    if mat.kind == "numpy" or mat.packed or major is None or not tma_addressable(mat.address, ld):
         return "line"
     rows, cols = mat.shape[-2:]
     lines = rows if major == "row" else cols
@@ -511,6 +540,8 @@ def _run(sched, call: _Call, dev, launch_gemm, tma_storable):
         """(address, 'row'|'col', leading stride, batch step) of a TMA-addressable device copy;
         the step is 0 for an operand broadcast over the batch."""
         major, ld = _majorness(mat)
+        if mat.packed:              # the buffer's address: the kernel reads no map of it
+            return mat.address, "col", mat.shape[0], 0
         step = mat.strides[0] if mat.batch > 1 else 0
         aligned = major is not None and tma_addressable(mat.address, ld, step)
         if mat.kind != "numpy" and aligned:
@@ -596,10 +627,10 @@ def _run(sched, call: _Call, dev, launch_gemm, tma_storable):
         if batch > 1:
             raise KernelGapError(f"schedule {sched.name!r}: swap_ab runs one product at a time (2-D, or a "
                                  "batch of A against one B, which folds into rows)")
-        loaded = _kernel(sched, A.dtype, b_major, a_major)
+        loaded = _kernel(sched, A.dtype, b_major, a_major, packed_operand(sched) if B.packed else None)
         launch = launch_gemm(loaded, b_addr, ldb, a_addr, lda, c_addr, ldc, n, m, k, stream)
     else:
-        loaded = _kernel(sched, A.dtype, a_major, b_major)
+        loaded = _kernel(sched, A.dtype, a_major, b_major, packed_operand(sched) if B.packed else None)
         launch = launch_gemm(loaded, a_addr, lda, b_addr, ldb, c_addr, ldc, m, n, k, stream,
                              batch=batch, a_step=a_step, b_step=b_step)
     after = None

@@ -2,7 +2,8 @@
 
 Kept apart from gemm/launch.py so that CI can compile and inspect every kernel on
 a machine without a GPU. Assembled cubins are cached on disk by a key of the
-configuration and the source of gemm/ (~/.cache/hopper-gemm, or $HOPPER_GEMM_CACHE).
+configuration (its fields, not the schedule's spelling) and the source of gemm/
+(~/.cache/hopper-gemm, or $HOPPER_GEMM_CACHE).
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import hashlib
 import os
 import re
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -178,10 +179,17 @@ def _write_entry(path: Path, ptx: str, entry: str, log: str, cubin: bytes) -> No
         os.replace(tmp, path / name)
 
 
+def cache_key(config: KernelConfig) -> str:
+    """What a cached kernel is looked up by: every field of the configuration, the schedule's
+    name left out. The name is the spec as its caller spelled it ('v7:stages=4,block_n=192'),
+    and the same fields spelled in another order build the same kernel."""
+    return repr(replace(config, schedule=replace(config.schedule, name="")))
+
+
 @lru_cache(maxsize=None)
 def compile_kernel(config: KernelConfig, use_disk_cache: bool = True) -> CompiledKernel:
     """Compile (or fetch from the disk cache) one kernel."""
-    key = hashlib.sha256(f"{_source_digest()}|{config!r}".encode()).hexdigest()[:24]
+    key = hashlib.sha256(f"{_source_digest()}|{cache_key(config)}".encode()).hexdigest()[:24]
     path = _cache_dir() / key
     if use_disk_cache and (path / "kernel.cubin").exists():
         # the PTX is kept for reading, not needed to launch: an entry may come without it

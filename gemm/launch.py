@@ -253,8 +253,11 @@ def launch_gemm(loaded: LoadedKernel, a: int, lda: int, b: int, ldb: int, c: int
     from .tensormap import cache as tensormaps
     cfg = loaded.config
     a_count, b_count = (batch if a_step else 1), (batch if b_step else 1)
-    a_map = tensormaps.get(a, cfg.dtype, *map_dims(cfg.a_layout, m, k, lda), a_count, a_step * 2)
-    b_map = tensormaps.get(b, cfg.dtype, *map_dims(cfg.b_layout, n, k, ldb), b_count, b_step * 2)
+    # a packed operand (KernelConfig.packed) is read at its buffer's address, through no map
+    a_map = a if cfg.packed == "a" else tensormaps.get(a, cfg.dtype, *map_dims(cfg.a_layout, m, k, lda),
+                                                       a_count, a_step * 2)
+    b_map = b if cfg.packed == "b" else tensormaps.get(b, cfg.dtype, *map_dims(cfg.b_layout, n, k, ldb),
+                                                       b_count, b_step * 2)
     c_map = 0
     if cfg.c_layout is not None:   # the TMA-store epilogue: C is [m rows, n columns], ldc apart
         if not tma_storable(c, ldc):

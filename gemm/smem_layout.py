@@ -175,6 +175,53 @@ def default_swizzle(major: str, k: int, mn: int = 64, parts: int = 1, block: int
     return 0
 
 
+# Weights packed for plain bulk copies (gemm.pack_weights): a K-major operand [rows, K] stored
+# as boxes of PACKED_BOX_ROWS rows by one 128-byte swizzle row of K, each box the very image a
+# TMA load with the 128-byte swizzle writes into shared memory (16-byte chunk c of row r at
+# chunk c ^ (r % 8)), a row tile's boxes in K order, the row tiles one after another. A K tile
+# of a 64-row tile is then one contiguous run, copied by one bulk copy: one request where the
+# tensor map's box is one per row. K is padded with zeros to PACKED_K_STEP (so that a K tile of
+# 64 or 128 never runs past its row tile) and the rows to whole boxes, with PACKED_SLACK_ROWS
+# zero rows beyond them, so that a tile of up to PACKED_MAX_TILE_ROWS rows starting at the last
+# box stays inside the buffer (the rows past the operand's end are never stored).
+PACKED_SWIZZLE = 128
+PACKED_BOX_ROWS = 64
+PACKED_BOX_ELEMS = PACKED_SWIZZLE // ELEMENT_BYTES
+PACKED_BOX_BYTES = PACKED_BOX_ROWS * PACKED_SWIZZLE
+PACKED_K_STEP = 128
+PACKED_MAX_TILE_ROWS = 256
+PACKED_SLACK_ROWS = PACKED_MAX_TILE_ROWS - PACKED_BOX_ROWS
+
+
+def packed_k(k: int) -> int:
+    """K of a packed operand: padded with zeros to a multiple of PACKED_K_STEP."""
+    return -(-k // PACKED_K_STEP) * PACKED_K_STEP
+
+
+def packed_rows(rows: int) -> int:
+    """Rows a packed operand of `rows` rows holds: whole boxes, then the slack."""
+    return -(-rows // PACKED_BOX_ROWS) * PACKED_BOX_ROWS + PACKED_SLACK_ROWS
+
+
+def packed_row_tile_bytes(k: int) -> int:
+    """Bytes from one PACKED_BOX_ROWS-row tile of a packed operand of depth K to the next."""
+    return packed_k(k) // PACKED_BOX_ELEMS * PACKED_BOX_BYTES
+
+
+def packed_gaps(layout: OperandLayout) -> list[str]:
+    """Why a tile of `layout` cannot be loaded from a packed operand (empty if it can)."""
+    gaps = []
+    if layout.major != "k" or layout.swizzle != PACKED_SWIZZLE:
+        gaps.append(f"a packed operand is K-major with the {PACKED_SWIZZLE}-byte swizzle, the tile is "
+                    f"{layout.major}-major with {layout.swizzle}")
+    if PACKED_K_STEP % layout.k:
+        gaps.append(f"block_k={layout.k} does not divide the packed K step {PACKED_K_STEP} (64 or 128 do)")
+    if (layout.mn // layout.parts) % PACKED_BOX_ROWS or layout.mn > PACKED_MAX_TILE_ROWS:
+        gaps.append(f"the packed operand's tile side ({layout.mn} rows, {layout.parts} part(s) of a cluster) "
+                    f"must be whole parts of {PACKED_BOX_ROWS}-row boxes, at most {PACKED_MAX_TILE_ROWS} rows")
+    return gaps
+
+
 @dataclass(frozen=True)
 class StagingLayout:
     """A C tile staged in shared memory for a TMA store: `rows` x `cols` 16-bit elements in

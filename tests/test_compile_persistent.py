@@ -1,6 +1,7 @@
 """Compile-only checks of the producer-warpgroup kernel (V6, V7 and their variants), with
 no GPU: ptxas honours setmaxnreg (no C7504/C7508), nothing spills, the PTX holds the
 instructions each feature is made of, and kernels ask for the cluster they need."""
+import dataclasses
 import re
 
 import pytest
@@ -59,6 +60,12 @@ CASES = [
                         swap_ab=True, epilogue="direct", producer_registers=0, consumer_registers=0,
                         split_cluster=True, split_lead=2, defer_cluster_wait=True, preload="b")),
     KernelConfig(preset("v7", block_n=192, stages=4, cluster_m=2, preload="b"), "bfloat16", "k", "mn"),
+    # weights packed for bulk copies (gemm.pack_weights): the swapped decode pair's A, preloaded,
+    # one copy a K tile; a multicast pair's B, each CTA its 128 rows in 64-row boxes
+    KernelConfig(preset("v7", block_m=64, consumer_warpgroups=1, block_n=16, block_k=128, stages=8, split_k=2,
+                        swap_ab=True, epilogue="direct", producer_registers=0, consumer_registers=0,
+                        split_cluster=True, split_lead=2, preload="b"), "float16", "k", "k", packed="a"),
+    KernelConfig(preset("v7", cluster_m=2), "bfloat16", "k", "k", packed="b"),
 ]
 
 
@@ -120,13 +127,39 @@ def test_feature_instructions(compiled):
     assert len(re.findall(r"griddepcontrol\.launch_dependents;", ptx)) == (2 if s.dependent_launch else 0)
     if s.dependent_launch:
         assert re.search(r"griddepcontrol\.wait;.*?cp\.async\.bulk\.tensor\.2d\.shared::cluster", ptx, re.S)
-    # with a preload the producer's wait follows TMA loads that waited for no stage (the empty
-    # ring's first pass); the K loop's loads each wait for their stage first
-    early = re.search(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster(?:(?!griddepcontrol|mbarrier\.try_wait).)*"
+    # with a preload the producer's wait follows loads (TMA boxes, or a packed operand's bulk
+    # copies) that waited for no stage (the empty ring's first pass); the K loop's loads each wait
+    # for their stage first
+    early = re.search(r"cp\.async\.bulk\.(?:tensor\.2d\.)?shared::cluster(?:(?!griddepcontrol|mbarrier\.try_wait).)*"
                       r"griddepcontrol\.wait;", ptx, re.S)
     assert bool(early) == (s.preload != "none")
     # the tile loop of a persistent kernel steps by the grid: no 64-bit division in the kernel
     assert not re.search(r"\b(div|rem)\.[su]64", ptx)
+
+
+def test_packed_operand_is_copied_in_bulk_without_a_map(compiled):
+    """A packed operand's K tile arrives by plain bulk copies (multicast where a cluster shares
+    it), one a K tile for a 64-row side; its address is acquired as no tensor map."""
+    cfg, ptx = compiled.config, compiled.ptx
+    bulk = re.findall(r"cp\.async\.bulk\.shared::cluster\.global\.mbarrier::complete_tx::bytes(\.multicast::cluster)?",
+                      ptx)
+    acquires = len(re.findall(r"fence\.proxy\.tensormap::generic\.acquire", ptx))
+    if cfg.packed is None:
+        assert not bulk
+        return
+    layout = cfg.a_layout if cfg.packed == "a" else cfg.b_layout
+    assert bulk and all(bool(m) == (layout.parts > 1) for m in bulk)
+    unpacked = compile_kernel(dataclasses.replace(cfg, packed=None), use_disk_cache=False).ptx
+    assert acquires < len(re.findall(r"fence\.proxy\.tensormap::generic\.acquire", unpacked))
+    # the unpacked twin's tensor-map loads of that operand (one box a K box of the tile, or of the
+    # CTA's part) become one copy a K tile where the tile's side is 64 rows (its K tile is one
+    # run), else one copy for each 64 rows of each such box
+    tensor_loads = r"cp\.async\.bulk\.tensor\.\dd\.shared::cluster\.global"
+    weight_boxes = len(re.findall(tensor_loads, unpacked)) - len(re.findall(tensor_loads, ptx))
+    if layout.mn == 64:
+        assert len(bulk) * layout.boxes == weight_boxes
+    else:
+        assert len(bulk) == weight_boxes * (layout.mn // layout.parts // 64)
 
 
 def test_next_unit_is_worked_out_in_the_first_k_tiles_shadow(compiled):

@@ -102,6 +102,23 @@ def choose(m: int, n: int, k: int, batch: int = 1, dtype: str = "float16", gpu: 
                                f"{first_ms * 1e3:.1f} us, short of its margin")
 
 
+def choose_packed(plain: Plan, m: int, n: int, k: int, batch: int = 1, dtype: str = "float16",
+                  gpu: str = "h200-sxm") -> Plan:
+    """The plan for a product whose weights come packed (gemm.pack_weights): `plain`, the plan of
+    the same product unpacked, where its schedule can read them; else the model's fastest of the
+    candidates that can (a 64-row tile side of the weights, or whole parts of 64 in a cluster;
+    K tiles of 64 or 128); else V7 without clusters, which can."""
+    from ..packed import packed_gaps_of
+    if not packed_gaps_of(plain.schedule, dtype):
+        return plain
+    ranked = [(s, ms) for s, ms in (ranking(m, n, k, batch, dtype, gpu) or []) if not packed_gaps_of(s, dtype)]
+    why = f"{plain.schedule.name} ({plain.source}) cannot read packed weights"
+    if not ranked:
+        return Plan(DEFAULT_BATCHED, "default", f"{why}; no candidate the model ranks can")
+    best, ms = ranked[0]
+    return Plan(best, "model", f"{why}; predicted {ms * 1e3:.1f} us, fastest of {len(ranked)} that can")
+
+
 def past_wave_fit_margin(ranked: list) -> tuple:
     """The model's first (schedule, ms), unless it is a wave-fitted tile less than its margin ahead:
     a 256-row one WAVE_FIT_MARGIN ahead of the fastest candidate that is not wave-fitted, the lone
@@ -185,4 +202,4 @@ def table_choice(m: int, n: int, k: int, batch: int = 1, dtype: str = "float16",
     return from_spec(hit[0]) if hit else None
 
 
-__all__ = ["Plan", "choose", "candidates", "ranking", "table_choice", "tuning_candidates", "DEFAULT_SCHEDULE"]
+__all__ = ["Plan", "choose", "choose_packed", "candidates", "ranking", "table_choice", "tuning_candidates", "DEFAULT_SCHEDULE"]

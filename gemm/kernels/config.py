@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from ..schedule import KernelGapError, Schedule, ScheduleError, kernel_gaps
-from ..smem_layout import OperandLayout, StagingLayout, default_swizzle
+from ..smem_layout import OperandLayout, StagingLayout, default_swizzle, packed_gaps
 
 DTYPES = ("float16", "bfloat16")
 
@@ -37,6 +37,9 @@ class KernelConfig:
     # experiment (specialized only): the producer runs at most this many K tiles ahead of
     # the consumers' releases, however deep the ring (None: the ring's depth)
     prefetch_limit: int | None = None
+    # "a" or "b": that operand comes packed for bulk copies (gemm.smem_layout's packed weights,
+    # made by gemm.pack_weights), its argument the buffer's address; K-major in shared memory
+    packed: str | None = None
 
     def __post_init__(self):
         self.schedule.validated()
@@ -51,9 +54,25 @@ class KernelConfig:
         if self.schedule.accumulate == "float16" and self.dtype != "float16":
             raise KernelGapError(f"accumulate='float16' takes fp16 inputs (WGMMA accumulates bf16 "
                                  f"in fp32 only), got {self.dtype}")
+        if self.packed is not None:
+            self._check_packed()
         if self.prefetch_limit is not None and not (
                 self.family == "specialized" and 1 <= self.prefetch_limit <= self.stages):
             raise ValueError(f"prefetch_limit={self.prefetch_limit}: a specialized kernel's, 1..stages")
+
+    def _check_packed(self) -> None:
+        if self.packed not in ("a", "b"):
+            raise ValueError(f"packed must be None, 'a' or 'b', got {self.packed!r}")
+        if not self.warpgroup_producer:
+            raise KernelGapError(f"schedule {self.schedule.name!r}: packed weights are read by the "
+                                 "producer-warpgroup kernels (v6, v7 and their variations)")
+        if self.load_loop_only or self.mma_loop_only:
+            raise ValueError("packed weights are not read by the loop-only microbenchmarks")
+        layout = self.a_layout if self.packed == "a" else self.b_layout
+        gaps = packed_gaps(layout)
+        if gaps:
+            raise ScheduleError(f"schedule {self.schedule.name!r} cannot read packed weights as its "
+                                f"{self.packed.upper()}: {'; '.join(gaps)}")
 
     # -- the schedule's numbers, as the kernels name them --
     @property
@@ -186,6 +205,7 @@ class KernelConfig:
                 + ("serpentine_" if s.k_order == "serpentine" else "")
                 + (f"{s.raster}{s.raster_group if s.raster == 'grouped' else ''}_" if s.raster != "row" else "")
                 + f"{self.dtype}_{self.a_major}{self.a_layout.swizzle}_{self.b_major}{self.b_layout.swizzle}"
+                + (f"_packed{self.packed}" if self.packed else "")
                 + ("_clockprobe" if self.clock_probe else "")
                 + ("_mmaloop" if self.mma_loop_only else "")
                 + ("_loadloop" if self.load_loop_only else "")

@@ -78,6 +78,12 @@ kernel changes four things, each a Schedule field:
                       previous kernel's last CTAs. (A grid smaller than the GPU keeps the late
                       trigger: the next kernel's CTAs would take the SMs it leaves idle and wait
                       there, and that kernel, placed on whatever SMs were free, runs slower.)
+  packed operand      (KernelConfig.packed, an operand's form rather than a Schedule field) the
+                      weights stored by gemm.pack_weights in the image each K tile takes in
+                      shared memory, box after box in the order a CTA reads them: the producer
+                      copies a K tile of a 64-row tile with one plain bulk copy where the tensor
+                      map's box costs the TMA unit a request per row; the kernel's argument is
+                      the buffer's address, with no map to acquire.
   preload             (dependent_launch) an operand that the kernel ahead does not write, such
                       as a layer's weights: before its wait the producer announces the first
                       unit's first `stages` K tiles on their full barriers and issues that
@@ -381,6 +387,8 @@ def build_persistent_kernel(config):
     probe_start, probe_finish = make_clock_probe(config)
     load_k_tile, mma_k_tile = make_tile_loader(config), make_tile_mma(config)
     PRELOAD = s.preloaded_operand is not None
+    # an operand packed for bulk copies (KernelConfig.packed) comes as its buffer's address, not a map
+    PACKED_A, PACKED_B = config.packed == "a", config.packed == "b"
     preload_early, preload_late = make_preload(config) if PRELOAD else (None, None)
     unit_grid, corner = make_unit_corner(config)
     zeros = ptx.accumulator_zeros(ptx.accumulator_count(config.m_blocks, config.block_n, s.accumulate),
@@ -502,9 +510,9 @@ def build_persistent_kernel(config):
                 first_product = min(first_product, ptx.div_u32(ptx.div_u32(run_start, num_iters), tile_units))
                 last_product = max(last_product, ptx.div_u32(ptx.div_u32(run_end - 1, num_iters), tile_units))
             for product in range(first_product, last_product + 1):
-                if product == first_product or a_map_step != 0:
+                if (product == first_product or a_map_step != 0) and not PACKED_A:
                     ptx.fence_tensormap_acquire(tmap_a + product * a_map_step)
-                if product == first_product or b_map_step != 0:
+                if (product == first_product or b_map_step != 0) and not PACKED_B:
                     ptx.fence_tensormap_acquire(tmap_b + product * b_map_step)
                 if TMA_STORE:
                     ptx.fence_tensormap_acquire(tmap_c + product * 128)
@@ -548,7 +556,7 @@ def build_persistent_kernel(config):
                         preloaded = min(STAGES, count_k)
                         for st in range(preloaded):
                             preload_early(base, st, first_k + st, off_m, off_n, tmap_a + product * a_map_step,
-                                          tmap_b + product * b_map_step, rank)
+                                          tmap_b + product * b_map_step, rank, k)
                 if DEPENDENT:
                     ptx.grid_dependency_wait()  # A and B may be the kernel before's output
                 while True:
@@ -565,10 +573,10 @@ def build_persistent_kernel(config):
                     for _ in range(count_k):
                         ptx.mbarrier_wait(base + EMPTY + 8 * stage, phase)
                         if PRELOAD and preloaded > 0:   # announced, half in flight: the other operand
-                            preload_late(base, stage, k_tile, off_m, off_n, map_a, map_b, rank)
+                            preload_late(base, stage, k_tile, off_m, off_n, map_a, map_b, rank, k)
                             preloaded -= 1
                         else:
-                            load_k_tile(base, stage, k_tile, off_m, off_n, map_a, map_b, rank)
+                            load_k_tile(base, stage, k_tile, off_m, off_n, map_a, map_b, rank, k)
                         k_tile += k_step
                         stage += 1
                         if stage == STAGES:

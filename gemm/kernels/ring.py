@@ -48,10 +48,10 @@ def build_ring_kernel(config):
         if tid == 0:
             if LOADS:  # prefill: guarded for a K loop shorter than the ring
                 for stage in range(min(num_iters, STAGES)):
-                    load_k_tile(base, stage, stage, off_m, off_n, tmap_a, tmap_b, 0)
+                    load_k_tile(base, stage, stage, off_m, off_n, tmap_a, tmap_b, 0, k)
             else:      # mma_loop_only: every stage once, and wait for it
                 for stage in range(STAGES):
-                    load_k_tile(base, stage, stage, off_m, off_n, tmap_a, tmap_b, 0)
+                    load_k_tile(base, stage, stage, off_m, off_n, tmap_a, tmap_b, 0, k)
                 for stage in range(STAGES):
                     ptx.mbarrier_wait(base + FULL + 8 * stage, 0)
 
@@ -80,7 +80,7 @@ def build_ring_kernel(config):
 
                 preload = it + STAGES
                 if preload < num_iters and tid == 0:
-                    load_k_tile(base, preload % STAGES, preload, off_m, off_n, tmap_a, tmap_b, 0)
+                    load_k_tile(base, preload % STAGES, preload, off_m, off_n, tmap_a, tmap_b, 0, k)
             cuda.syncthreads()
 
         epilogue(acc, c, ldc, m, n, off_m, off_n, pair_ok)

@@ -34,7 +34,7 @@ def build_serial_kernel(config):
         for it in range(num_iters):
             # load, and wait for it
             if tid == 0:
-                load_k_tile(base, 0, it, off_m, off_n, tmap_a, tmap_b, 0)
+                load_k_tile(base, 0, it, off_m, off_n, tmap_a, tmap_b, 0, k)
                 ptx.mbarrier_wait(base + FULL, phase)
             phase ^= 1
             cuda.syncthreads()

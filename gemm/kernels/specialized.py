@@ -70,7 +70,7 @@ def build_specialized_kernel(config):
                         gate_stage += 1
                         if gate_stage == STAGES:
                             gate_stage, gate_phase = 0, gate_phase ^ 1
-                    load_k_tile(base, stage, it, off_m, off_n, tmap_a, tmap_b, 0)
+                    load_k_tile(base, stage, it, off_m, off_n, tmap_a, tmap_b, 0, k)
                     stage += 1
                     if stage == STAGES:
                         stage, phase = 0, phase ^ 1

@@ -6,14 +6,19 @@ from numba import cuda, uint32, uint64
 from numba.cuda.extending import register_jitable
 
 from .. import ptx
-from ..smem_layout import ELEMENT_BYTES
+from ..smem_layout import (ELEMENT_BYTES, PACKED_BOX_BYTES, PACKED_BOX_ELEMS, PACKED_BOX_ROWS, PACKED_K_STEP,
+                           PACKED_SWIZZLE, packed_gaps)
 
 
-def _make_operand_loader(layout, region_offset):
-    """`load(smem_base, stage, k0, mn0, tmap, full, rank)`: the TMA boxes of one operand's
+def _make_operand_loader(layout, region_offset, packed=False):
+    """`load(smem_base, stage, k0, mn0, tmap, full, rank, k)`: the TMA boxes of one operand's
     K tile (A: mn0 = off_m; B: mn0 = off_n) into its ring slot `stage`. An operand shared by
     a cluster (layout.parts > 1) is loaded 1/parts by each CTA (the part of its `rank` in the
-    cluster) and multicast into every CTA of the cluster; any other operand is loaded whole."""
+    cluster) and multicast into every CTA of the cluster; any other operand is loaded whole.
+    A `packed` operand (gemm.smem_layout's packed weights; `tmap` is then the buffer's address
+    and `k` its depth) is copied by plain bulk copies instead."""
+    if packed:
+        return _make_packed_loader(layout, region_offset)
     TILE, BOXES, BOX_BYTES, STEP = layout.tile_bytes, layout.boxes, layout.box_bytes, layout.row_elems
     K_MAJOR = layout.major == "k"
     PARTS = layout.parts
@@ -34,7 +39,7 @@ def _make_operand_loader(layout, region_offset):
             ptx.tma_load_2d(dst, tmap, inner, outer, full)
 
     @register_jitable(inline="always")
-    def load(smem_base, stage, k0, mn0, tmap, full, rank):
+    def load(smem_base, stage, k0, mn0, tmap, full, rank, k):
         part = rank if MULTICAST else 0   # an operand the CTA loads whole ignores its rank
         tile = smem_base + region_offset + stage * TILE
         for j in range(PART_BOXES):
@@ -48,46 +53,92 @@ def _make_operand_loader(layout, region_offset):
     return load
 
 
+def _make_packed_loader(layout, region_offset):
+    """The loader of a packed operand (see _make_operand_loader): each box of the K tile is the
+    one stored at (row box, K box) of the buffer, already in its shared-memory image, so each
+    lands by a bulk copy where the TMA box would have put it (rows g x 64 on of K box j). A
+    64-row tile's K tile is one run in the buffer and in shared memory: one copy."""
+    problems = packed_gaps(layout)
+    assert not problems, problems
+    TILE, BOX_BYTES = layout.tile_bytes, layout.box_bytes
+    PARTS = layout.parts
+    MULTICAST = PARTS > 1
+    MASK = (1 << PARTS) - 1
+    PART_ROWS = layout.mn // PARTS
+    ROW_BOXES = PART_ROWS // PACKED_BOX_ROWS          # a part's row boxes
+    K_BOXES = layout.boxes                            # the K tile's boxes
+    ONE_RUN = BOX_BYTES == PACKED_BOX_BYTES           # one row box: the K tile is one run
+    RUN = K_BOXES * PACKED_BOX_BYTES if ONE_RUN else PACKED_BOX_BYTES
+    STEP_SHIFT = PACKED_K_STEP.bit_length() - 1
+    TILE_BYTES_A_STEP = PACKED_K_STEP // PACKED_BOX_ELEMS * PACKED_BOX_BYTES
+    assert PACKED_K_STEP == 1 << STEP_SHIFT and PACKED_BOX_ELEMS == 64 and PACKED_BOX_ROWS == 64
+
+    @register_jitable(inline="always")
+    def copy(dst, src, full):
+        if MULTICAST:
+            ptx.bulk_load_multicast(dst, src, RUN, full, MASK)
+        else:
+            ptx.bulk_load(dst, src, RUN, full)
+
+    @register_jitable(inline="always")
+    def load(smem_base, stage, k0, mn0, buffer, full, rank, k):
+        part = rank if MULTICAST else 0
+        tile = smem_base + region_offset + stage * TILE
+        row_tile_bytes = uint64(uint32(k + (PACKED_K_STEP - 1)) >> STEP_SHIFT) * TILE_BYTES_A_STEP
+        first_row_box = uint32(mn0 + part * PART_ROWS) >> 6
+        src = uint64(buffer) + uint64(first_row_box) * row_tile_bytes + uint64(uint32(k0) >> 6) * PACKED_BOX_BYTES
+        dst = tile + part * PART_ROWS * PACKED_SWIZZLE
+        if ONE_RUN:
+            copy(dst, src, full)
+        else:
+            for j in range(K_BOXES):
+                for g in range(ROW_BOXES):
+                    copy(dst + j * BOX_BYTES + g * PACKED_BOX_BYTES,
+                         src + g * row_tile_bytes + j * PACKED_BOX_BYTES, full)
+    return load
+
+
 def _make_tile_halves(config, first):
     """`(announce_first, second)`, each `(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b,
-    rank)`: `announce_first` announces the whole K tile's bytes on the stage's mbarrier and issues
+    rank, k)`: `announce_first` announces the whole K tile's bytes on the stage's mbarrier and issues
     operand `first`'s TMA boxes ("a" or "b"), `second` the other operand's, which complete the
     announced bytes (in a cluster, each CTA its part of a shared operand; `rank` is its rank)."""
-    load_a = _make_operand_loader(config.a_layout, config.a_offset)
-    load_b = _make_operand_loader(config.b_layout, config.b_offset)
+    load_a = _make_operand_loader(config.a_layout, config.a_offset, config.packed == "a")
+    load_b = _make_operand_loader(config.b_layout, config.b_offset, config.packed == "b")
     BARRIERS, BK, TX = config.barrier_offset, config.block_k, config.tx_bytes
     A_FIRST = first == "a"
 
     @register_jitable(inline="always")
-    def load_one(a_side, smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank):
+    def load_one(a_side, smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank, k):
         full = uint32(smem_base + BARRIERS + 8 * stage)
         if a_side:
-            load_a(smem_base, stage, k_tile * BK, off_m, tmap_a, full, rank)
+            load_a(smem_base, stage, k_tile * BK, off_m, tmap_a, full, rank, k)
         else:
-            load_b(smem_base, stage, k_tile * BK, off_n, tmap_b, full, rank)
+            load_b(smem_base, stage, k_tile * BK, off_n, tmap_b, full, rank, k)
 
     @register_jitable(inline="always")
-    def announce_first(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank):
+    def announce_first(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank, k):
         # the whole tile: the other operand, and partners' multicast parts, complete it
         ptx.mbarrier_arrive_expect_tx(uint32(smem_base + BARRIERS + 8 * stage), TX)
-        load_one(A_FIRST, smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank)
+        load_one(A_FIRST, smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank, k)
 
     @register_jitable(inline="always")
-    def second(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank):
-        load_one(not A_FIRST, smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank)
+    def second(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank, k):
+        load_one(not A_FIRST, smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank, k)
     return announce_first, second
 
 
 def make_tile_loader(config):
-    """`load(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank)`: one thread
+    """`load(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank, k)`: one thread
     announces the K tile's bytes on the stage's mbarrier and issues its TMA boxes, A's then B's
-    (in a cluster, its part of a shared operand; `rank` is its rank in the cluster)."""
+    (in a cluster, its part of a shared operand; `rank` is its rank in the cluster; `k` the
+    product's depth, which a packed operand's addresses need)."""
     first, second = _make_tile_halves(config, "a")
 
     @register_jitable(inline="always")
-    def load(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank):
-        first(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank)
-        second(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank)
+    def load(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank, k):
+        first(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank, k)
+        second(smem_base, stage, k_tile, off_m, off_n, tmap_a, tmap_b, rank, k)
     return load
 
 

@@ -1,5 +1,6 @@
 """Thread block clusters: a CTA's rank in its cluster, the cluster-wide barrier, arriving
-on another CTA's mbarrier, and a TMA load multicast into every CTA of a mask.
+on another CTA's mbarrier, and a TMA load (a box, or contiguous bytes) multicast into every
+CTA of a mask.
 
 A cluster's CTAs run at once on SMs of one GPC and can address each other's shared
 memory (the shared::cluster window). A kernel built for clusters declares its shape in
@@ -48,6 +49,15 @@ tma_load_2d_multicast = asm_intrinsic(
     doc="tma_load_2d_multicast(dst, tensormap, inner, outer, mbar, cta_mask): copy the box into "
         "shared address `dst` of every CTA whose bit is set in `cta_mask`; each copy completes "
         "its bytes on the mbarrier at the same address `mbar` of its CTA.")
+
+bulk_load_multicast = asm_intrinsic(
+    "bulk_load_multicast",
+    "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+    " [$0], [$1], $2, [$3], $4;",
+    "r,l,r,r,h", (uint32, uint64, uint32, uint32, uint16),
+    doc="bulk_load_multicast(dst, src, size, mbar, cta_mask): copy `size` contiguous bytes into "
+        "shared address `dst` of every CTA whose bit is set in `cta_mask`; each copy completes its "
+        "bytes on the mbarrier at the same address `mbar` of its CTA.")
 
 mbarrier_arrive_release_cluster = asm_intrinsic(
     "mbarrier_arrive_release_cluster",
