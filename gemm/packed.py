@@ -5,8 +5,9 @@ A decode GEMM (a few rows of activations against a large weight) is bound by the
 time is the weight's bytes over the rate they stream at. A tile's K slice read through a
 tensor map costs the TMA unit one request per row of each box (64 rows of 128 bytes); stored
 as gemm.smem_layout's packed image (each box already swizzled as TMA would write it, the boxes
-in the order a CTA reads them), the same bytes arrive by one plain bulk copy per K tile, as
-fast as a contiguous copy streams. The packing is a one-time copy, as a framework converts
+in the order a CTA reads them), the same bytes arrive by one plain bulk copy per K tile (one
+per 64-row box of a wider tile side). Whether that is faster depends on the GPU and the tile:
+docs/kernels.md has what was measured. The packing is a one-time copy, as a framework converts
 a checkpoint's weights for its kernels.
 """
 from __future__ import annotations
@@ -14,10 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .kernels import KernelConfig
+from .kernels.config import DTYPES
 from .schedule import ScheduleError
 from .smem_layout import (PACKED_BOX_ELEMS, PACKED_BOX_ROWS, PACKED_SWIZZLE, packed_k, packed_rows)
 
-DTYPES = ("float16", "bfloat16")
 _CHUNK_ELEMS = 16 // 2                                  # a 16-byte chunk of 16-bit elements
 _CHUNKS = PACKED_SWIZZLE // 16                          # chunks in a swizzle row
 
