@@ -16,11 +16,10 @@ from functools import lru_cache
 
 import numpy as np
 
+from .kernels.config import DTYPES
 from .limits import line_start, tma_addressable
 from .packed import PackedWeights, packed_operand
 from .schedule import INPUT_BYTES, KernelGapError, Schedule, kernel_gaps, preset
-
-DTYPES = ("float16", "bfloat16")
 
 
 @dataclass
