@@ -14,6 +14,11 @@ much it trails, and the same for the fastest measured of the model's first three
 gemm.autotune times); where the sweep timed calls back to back too (ours_b2b_us beside
 cublas_b2b_us), the model's fastest back to back against the measured best there. Rows whose
 schedule has no prediction are listed, not scored.
+
+    python -m experiments.score --predicted P.csv --by-shape --measured results/h200-sxm/sweep-*.csv
+
+pools the rows timed back to back over every file given (each sweep a run) and prints, per shape,
+how far the model's calls back to back are from them: where the model holds and where it does not.
 """
 from __future__ import annotations
 
@@ -217,13 +222,54 @@ def score(predicted: Path, measured: Path) -> dict:
     return out
 
 
+def b2b_errors(predicted: Path, measured: list[Path]) -> list[tuple[str, str, float]]:
+    """Every correct row timed back to back (ours_b2b_us) in the `measured` files against the
+    model's calls back to back for it (b2b_predicted_ms): (shape, schedule, the predicted speed
+    over the measured, less 1, as score's errors: negative where the model is slow)."""
+    pred = {(r["name"], _key(r["schedule"])): r for r in _rows(predicted)}
+    out = []
+    for path in measured:
+        for r in _rows(path):
+            if not r.get("ours_b2b_us") or r.get("correct") in ("False", "false"):
+                continue
+            p = pred.get((r["name"], _key(r["schedule"])))
+            if p is not None:
+                out.append((r["name"], r["schedule"], float(r["ours_b2b_us"]) * 1e-3 / b2b_predicted_ms(p, r) - 1))
+    return out
+
+
+def _abs_summary(errors: list[float]) -> str:
+    a = sorted(abs(e) for e in errors)
+    return f"median |error| {100 * a[len(a) // 2]:5.1f}%  p90 {100 * a[min(len(a) - 1, int(0.9 * len(a)))]:5.1f}%"
+
+
+def print_by_shape(predicted: Path, measured: list[Path]) -> None:
+    rows = b2b_errors(predicted, measured)
+    print(f"{len(rows)} rows timed back to back with a prediction, from {len(measured)} files: "
+          f"{_abs_summary([e for _, _, e in rows]) if rows else 'none'}")
+    by_shape: dict = {}
+    for name, _, e in rows:
+        by_shape.setdefault(name, []).append(e)
+    for name, errs in sorted(by_shape.items()):
+        print(f"  {name:16s} {len(errs):4d} rows  median {100 * statistics.median(errs):+6.1f}%  "
+              f"range {100 * min(errs):+6.1f}% .. {100 * max(errs):+6.1f}%  {_abs_summary(errs)}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m experiments.score", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--predicted", required=True)
-    ap.add_argument("--measured", default=str(RESULTS / "h200-sxm" / "shapes.csv"))
+    ap.add_argument("--measured", nargs="+", default=[str(RESULTS / "h200-sxm" / "shapes.csv")],
+                    help="one results CSV (several with --by-shape)")
+    ap.add_argument("--by-shape", action="store_true",
+                    help="pool the rows timed back to back over every --measured file, per shape")
     a = ap.parse_args(argv)
-    res = score(Path(a.predicted), Path(a.measured))
+    if a.by_shape:
+        print_by_shape(Path(a.predicted), [Path(m) for m in a.measured])
+        return 0
+    if len(a.measured) > 1:
+        ap.error("several --measured files are pooled only with --by-shape")
+    res = score(Path(a.predicted), Path(a.measured[0]))
     print(f"{res['rows']} measured rows with a prediction written before them; {len(res['missing'])} without")
     for name, sched in res["missing"]:
         print(f"  no prediction: {name} {sched}")

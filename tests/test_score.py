@@ -125,3 +125,26 @@ def test_one_call_rebuilt_from_the_device_time_alone():
     assert alone_device_ms({**row, "model_version": "2026.12-cluster-1"}, prof) == pytest.approx(0.030)
     assert alone_device_ms({**row, "predicted_alone_ms": "0.0325"}, prof) == pytest.approx(0.0325)
     assert alone_device_ms({**row, "predicted_alone_ms": "0.0325"}, prof, 0.029) == pytest.approx(0.029 + saving)
+
+
+def test_by_shape_pools_the_rows_timed_back_to_back_over_files(tmp_path, capsys):
+    """--by-shape: every correct row with a back-to-back time, from each file given, against the
+    model's calls back to back; rows without that time, wrong ones and unpredicted ones left out.
+    Two sweeps of one shape: 50 us measured against 40 predicted (the model 25% fast) and 30
+    against 40 (25% slow)."""
+    from experiments.score import b2b_errors, main
+    header = MEASURED_HEADER + ",ours_b2b_us"
+    shape = "dec,64,4096,8192,1,float16"
+    first = _write(tmp_path / "sweep-1.csv", header, [f"{shape},v7,100,1.0,True,50.0",
+                                                      f"{shape},v7:cluster_m=2,100,1.0,True,"])
+    second = _write(tmp_path / "sweep-2.csv", header, [f"{shape},v7,100,1.0,True,30.0",
+                                                       f"{shape},v7:cluster_m=2,100,1.0,False,20.0",
+                                                       f"{shape},v7:block_n=176,100,1.0,True,20.0"])
+    predicted = _write(tmp_path / "predicted.csv", PREDICTED_HEADER + ",predicted_device_ms,predicted_queued_ms", [
+        f"{shape},v7,0.05,0.040,0.040", f"{shape},v7:cluster_m=2,0.05,0.040,0.040"])
+    errors = b2b_errors(predicted, [first, second])
+    assert [(n, s) for n, s, _ in errors] == [("dec", "v7"), ("dec", "v7")]
+    assert [e for _, _, e in errors] == pytest.approx([50 / 40 - 1, 30 / 40 - 1])
+    assert main(["--predicted", str(predicted), "--by-shape", "--measured", str(first), str(second)]) == 0
+    out = capsys.readouterr().out
+    assert "2 rows timed back to back" in out and "median |error|  25.0%" in out and "range  -25.0% ..  +25.0%" in out

@@ -7,7 +7,7 @@ from numba.cuda.extending import register_jitable
 
 from .. import ptx
 from ..smem_layout import (ELEMENT_BYTES, PACKED_BOX_BYTES, PACKED_BOX_ELEMS, PACKED_BOX_ROWS, PACKED_K_STEP,
-                           PACKED_SWIZZLE, packed_gaps)
+                           PACKED_SWIZZLE, packed_gaps, packed_row_tile_bytes)
 
 
 def _make_operand_loader(layout, region_offset, packed=False):
@@ -70,7 +70,7 @@ def _make_packed_loader(layout, region_offset):
     ONE_RUN = BOX_BYTES == PACKED_BOX_BYTES           # one row box: the K tile is one run
     RUN = K_BOXES * PACKED_BOX_BYTES if ONE_RUN else PACKED_BOX_BYTES
     STEP_SHIFT = PACKED_K_STEP.bit_length() - 1
-    TILE_BYTES_A_STEP = PACKED_K_STEP // PACKED_BOX_ELEMS * PACKED_BOX_BYTES
+    TILE_BYTES_A_STEP = packed_row_tile_bytes(PACKED_K_STEP)     # a row tile's bytes per K step
     assert PACKED_K_STEP == 1 << STEP_SHIFT and PACKED_BOX_ELEMS == 64 and PACKED_BOX_ROWS == 64
 
     @register_jitable(inline="always")

@@ -19,8 +19,8 @@
 Kernels and microbenchmarks import from here; no other module writes PTX.
 """
 from .cluster import (bulk_load_multicast, cluster_arrive, cluster_ctarank, cluster_sync, cluster_wait,
-                      mbarrier_arrive_cluster,
-                      mbarrier_arrive_release_cluster, mbarrier_wait_cluster, tma_load_2d_multicast)
+                      mbarrier_arrive_cluster, mbarrier_arrive_release_cluster, mbarrier_wait_cluster,
+                      tma_load_2d_multicast)
 from .exchange import add_partials, send_partials, sum_partials
 from .fences import elect_one, fence_proxy_async_shared, fence_tensormap_acquire, named_barrier_sync
 from .integer import div_u32, rem_u32
@@ -38,8 +38,8 @@ from .wgmma import (accumulator_count, smem_descriptor, wgmma_commit_group, wgmm
                     wgmma_wait_group)
 
 __all__ = [
-    "bulk_load", "bulk_load_multicast", "cluster_arrive", "cluster_ctarank", "cluster_sync", "cluster_wait", "mbarrier_arrive_cluster",
-    "mbarrier_arrive_release_cluster", "mbarrier_wait_cluster", "tma_load_2d_multicast",
+    "bulk_load_multicast", "cluster_arrive", "cluster_ctarank", "cluster_sync", "cluster_wait",
+    "mbarrier_arrive_cluster", "mbarrier_arrive_release_cluster", "mbarrier_wait_cluster", "tma_load_2d_multicast",
     "send_partials", "sum_partials", "add_partials",
     "elect_one", "fence_proxy_async_shared", "fence_tensormap_acquire", "named_barrier_sync",
     "div_u32", "rem_u32", "grid_dependency_wait", "launch_dependents",
@@ -50,6 +50,6 @@ __all__ = [
     "fence_mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_init",
     "mbarrier_wait", "shared_base", "ld_shared_u32", "st_shared_u32",
     "clock64", "globaltimer", "smid", "st_global_u64",
-    "bulk_commit_group", "bulk_wait_group", "bulk_wait_group_read", "tma_load_2d", "tma_store_2d",
+    "bulk_load", "bulk_commit_group", "bulk_wait_group", "bulk_wait_group_read", "tma_load_2d", "tma_store_2d",
     "accumulator_count", "smem_descriptor", "wgmma_commit_group", "wgmma_fence", "wgmma_k_tile", "wgmma_wait_group",
 ]
