@@ -15,7 +15,8 @@ gemm.autotune times); where the sweep timed calls back to back too (ours_b2b_us 
 cublas_b2b_us), the model's fastest back to back against the measured best there. Rows whose
 schedule has no prediction are listed, not scored.
 
-    python -m experiments.score --predicted P.csv --by-shape --measured results/h200-sxm/sweep-*.csv
+    python -m experiments.score --predicted P.csv --by-shape \
+        --measured experiments/results/h200-sxm/sweep-*.csv
 
 pools the rows timed back to back over every file given (each sweep a run) and prints, per shape,
 how far the model's calls back to back are from them: where the model holds and where it does not.
@@ -153,6 +154,12 @@ def _measured_ms(col: str, row: dict, flops: float) -> float:
     return float(row["ours_ms"]) if row.get("ours_ms") else flops / (float(row["ours_tflops"]) * 1e12) * 1e3
 
 
+def _abs_quantiles(errors: list[float]) -> tuple[float, float]:
+    """The median and the 90th percentile of the errors' sizes."""
+    a = sorted(abs(e) for e in errors)
+    return a[len(a) // 2], a[min(len(a) - 1, int(0.9 * len(a)))]
+
+
 def score(predicted: Path, measured: Path) -> dict:
     pred = {}
     for r in _rows(predicted):
@@ -190,8 +197,8 @@ def score(predicted: Path, measured: Path) -> dict:
             model.append(flops / ms)
             err.append(measured / ms - 1)     # the predicted speed over the measured
         if err:
-            a = sorted(abs(e) for e in err)
-            out["timings"][label] = {"median_abs": a[len(a) // 2], "p90_abs": a[min(len(a) - 1, int(0.9 * len(a)))],
+            median_abs, p90_abs = _abs_quantiles(err)
+            out["timings"][label] = {"median_abs": median_abs, "p90_abs": p90_abs,
                                      "spearman": _spearman(meas, model) if len(meas) > 2 else float("nan"),
                                      "errors": {(r["name"], r["schedule"]): e for (r, _), e in zip(joined, err)}}
     choices, tuned, choices_b2b = [], [], []
@@ -239,8 +246,8 @@ def b2b_errors(predicted: Path, measured: list[Path]) -> list[tuple[str, str, fl
 
 
 def _abs_summary(errors: list[float]) -> str:
-    a = sorted(abs(e) for e in errors)
-    return f"median |error| {100 * a[len(a) // 2]:5.1f}%  p90 {100 * a[min(len(a) - 1, int(0.9 * len(a)))]:5.1f}%"
+    median_abs, p90_abs = _abs_quantiles(errors)
+    return f"median |error| {100 * median_abs:5.1f}%  p90 {100 * p90_abs:5.1f}%"
 
 
 def print_by_shape(predicted: Path, measured: list[Path]) -> None:
