@@ -358,15 +358,16 @@ def test_fast_path_follows_the_full_model(shape):
 
 
 def test_rank_is_fastest_first_and_quick():
-    """sim.rank orders by one call's predicted time and takes well under 100 ms a shape for the
-    whole candidate list (cold)."""
+    """sim.rank orders by one call's predicted time and takes well under 100 ms of CPU a shape
+    for the whole candidate list (cold). CPU time, not the wall clock: the tests run a worker a
+    core, and another worker's compile must not make this one late."""
     import importlib
     importlib.import_module("sim.rank")._RESULTS.clear()
     for m, n, k, batch in SHAPES:
         cands = _candidates(m, n, k, batch)
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         ranked = sim.rank(cands, m, n, k, batch=batch)
-        dt = time.perf_counter() - t0
+        dt = time.process_time() - t0
         assert dt < 0.1, (m, n, k, dt)
         times = [ms for _, ms in ranked]
         assert times == sorted(times) and len(ranked) == len(cands)
