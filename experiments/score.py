@@ -160,10 +160,13 @@ def _abs_quantiles(errors: list[float]) -> tuple[float, float]:
     return a[len(a) // 2], a[min(len(a) - 1, int(0.9 * len(a)))]
 
 
+def _predictions(predicted: Path) -> dict:
+    """The predictions file's rows by (shape name, schedule identity)."""
+    return {(r["name"], _key(r["schedule"])): r for r in _rows(predicted)}
+
+
 def score(predicted: Path, measured: Path) -> dict:
-    pred = {}
-    for r in _rows(predicted):
-        pred[(r["name"], _key(r["schedule"]))] = r
+    pred = _predictions(predicted)
     joined, missing = [], []
     for r in _rows(measured):
         if not r.get("ours_tflops"):     # refused, or wrong: nothing measured to score
@@ -233,7 +236,7 @@ def b2b_errors(predicted: Path, measured: list[Path]) -> list[tuple[str, str, fl
     """Every correct row timed back to back (ours_b2b_us) in the `measured` files against the
     model's calls back to back for it (b2b_predicted_ms): (shape, schedule, the predicted speed
     over the measured, less 1, as score's errors: negative where the model is slow)."""
-    pred = {(r["name"], _key(r["schedule"])): r for r in _rows(predicted)}
+    pred = _predictions(predicted)
     out = []
     for path in measured:
         for r in _rows(path):
@@ -241,7 +244,8 @@ def b2b_errors(predicted: Path, measured: list[Path]) -> list[tuple[str, str, fl
                 continue
             p = pred.get((r["name"], _key(r["schedule"])))
             if p is not None:
-                out.append((r["name"], r["schedule"], float(r["ours_b2b_us"]) * 1e-3 / b2b_predicted_ms(p, r) - 1))
+                error = _measured_ms(DEVICE_B2B, r, 0.0) / _predicted_ms(DEVICE_B2B, p, r, None, None) - 1
+                out.append((r["name"], r["schedule"], error))
     return out
 
 
