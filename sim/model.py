@@ -160,6 +160,10 @@ def _predict(s: Schedule, m: int, n: int, k: int, prof: GpuProfile, dtype: str =
     slots = prof.sm_count * c
     if c == 1 and s.cluster_size in prof.cluster_slots:   # clusters confined to a GPC leave SMs idle
         slots = prof.cluster_slots[s.cluster_size]
+    elif c == 1 and s.cluster_size > 1:
+        notes.append(f"clusters of {s.cluster_size}: the profile has no count of how many the GPU holds at once "
+                     f"(cluster_slots has {sorted(prof.cluster_slots) or 'none'}), so every SM is assumed to take "
+                     "one; a cluster must sit in one GPC, and the driver may hold fewer")
     lg = launch_grid(s, m, n, k, batch, slots=slots)
     wv = waves(lg.ctas, prof.sm_count, c)
     concurrent = min(lg.ctas, wv["per_wave"])          # units in flight together

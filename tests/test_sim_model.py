@@ -523,6 +523,23 @@ def test_split_cluster_partials_stay_on_chip_and_clusters_of_four_hold_120_ctas(
     assert sim.predict(pair, 128, 4096, 11008).launch["ctas"] == 128     # clusters of 2: every SM
 
 
+def test_clusters_of_three_run_in_two_rounds_where_the_driver_holds_39():
+    """The H100's driver holds 39 clusters of three (cluster_slots): 128x96 tiles split 3 on a
+    down-projection make 43, so the persistent grid of 117 CTAs walks a second round of units,
+    and the call takes far longer than the one-round pair. A profile without a count for the
+    size (the H200's has two and four) says what it assumed."""
+    from gemm.schedule import from_spec
+    three = from_spec("v7:block_n=96,stages=6,split_k=3,split_cluster=true")
+    pair = from_spec("v7:block_n=64,stages=8,split_k=2,split_cluster=true")
+    h100 = sim.predict(three, 128, 4096, 11008, gpu="h100-sxm")
+    assert (h100.launch["ctas"], h100.launch["units_per_cta"]) == (117, 2)
+    assert h100.ms > 1.3 * sim.predict(pair, 128, 4096, 11008, gpu="h100-sxm").ms
+    assert not [n for n in h100.notes if "no count" in n]
+    h200 = sim.predict(three, 128, 4096, 11008)
+    assert h200.launch["ctas"] == 129
+    assert [n for n in h200.notes if "clusters of 3: the profile has no count" in n]
+
+
 DECODE_PAIR = ("v7:block_m=64,consumer_warpgroups=1,block_n=16,block_k=128,stages=8,split_k=2,swap_ab=true,"
                "epilogue=direct,producer_registers=0,consumer_registers=0,split_cluster=true")
 
